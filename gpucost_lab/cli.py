@@ -1,0 +1,123 @@
+"""``gpucost-lab``: the course's tools on the command line. Every command takes ``--json``.
+
+Bad input prints one line on stderr and exits with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Sequence
+
+from . import cost, profile_to_cost
+from .device import DEVICE_CHOICES
+from .memory import MemoryLedger
+
+EXIT_USAGE = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line, without the usage block."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gpucost-lab", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    ledger = sub.add_parser("ledger", help="training-memory budget at one microbatch size")
+    ledger.add_argument("--microbatch", type=int, required=True)
+    ledger.add_argument("--static-gb", type=float, default=3.2, help="weights + gradients + optimizer state (GB)")
+    ledger.add_argument("--activation-gb-per-sample", type=float, default=0.34)
+    ledger.add_argument("--device-gb", type=float, default=24.0)
+    ledger.add_argument("--reserve", type=float, default=0.10, help="fraction of device memory kept free, in [0, 1)")
+    ledger.add_argument("--blocks", type=int, default=10)
+
+    predict = sub.add_parser("predict", help="is +X%% throughput with +Y%% steps to target cheaper?")
+    predict.add_argument("--throughput-gain", type=float, required=True, help="0.20 for +20%% samples/s")
+    predict.add_argument("--steps-change", type=float, required=True, help="0.25 for +25%% steps to target")
+    predict.add_argument("--price-per-hour", type=float, default=cost.DEFAULT_PRICE_PER_HOUR_USD)
+    predict.add_argument("--baseline-hours", type=float, help="the baseline run's length, to price both runs")
+    predict.add_argument("--window-hours", type=float, help="the nightly window the run must finish in")
+
+    ptc = sub.add_parser("profile-to-cost", help="the worked example: contract, synchronized timing, profile, price")
+    ptc.add_argument("--device", default="auto", help=f"one of {', '.join(DEVICE_CHOICES)} or cuda:N")
+    ptc.add_argument("--price-per-hour", type=float, default=cost.DEFAULT_PRICE_PER_HOUR_USD)
+    ptc.add_argument("--repeats", type=int, default=5)
+
+    for p in (ledger, predict, ptc):
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def _ledger(args: argparse.Namespace) -> tuple[dict, str]:
+    ledger = MemoryLedger(static_gb=args.static_gb, activation_gb_per_sample=args.activation_gb_per_sample,
+                          device_gb=args.device_gb, reserve_fraction=args.reserve, blocks=args.blocks)
+    result = ledger.at(args.microbatch)
+    out = result.to_dict()
+    lines = [f"microbatch {result.microbatch}: peak {result.peak_gb:.2f} GB of a {result.budget_gb:.2f} GB budget -> "
+             f"{'fits' if result.fits else 'does NOT fit'} (headroom {result.headroom_gb:.2f} GB); "
+             f"largest microbatch that fits: {result.max_microbatch}",
+             result.table().to_string(index=False, float_format=lambda x: f"{x:.3f}")]
+    return out, "\n".join(lines)
+
+
+def _predict(args: argparse.Namespace) -> tuple[dict, str]:
+    out = cost.predict(args.throughput_gain, args.steps_change, args.price_per_hour, args.baseline_hours,
+                       args.window_hours)
+    lines = [f"relative cost {out['relative_cost']:.3f} -> {out['verdict']}"]
+    if "baseline_hours" in out:
+        lines.append(f"baseline {out['baseline_hours']:.2f} h = ${out['baseline_cost_usd']:.2f}; candidate "
+                     f"{out['candidate_hours']:.2f} h = ${out['candidate_cost_usd']:.2f} at ${args.price_per_hour:.2f}/h")
+    if "window_hours" in out:
+        lines.append(f"{out['window_hours']:.2f} h window: baseline {'fits' if out['baseline_fits_window'] else 'late'}, "
+                     f"candidate {'fits' if out['candidate_fits_window'] else 'late'}")
+    return out, "\n".join(lines)
+
+
+def _profile_to_cost(args: argparse.Namespace) -> tuple[dict, str]:
+    result = profile_to_cost.run(device=args.device, price_per_hour_usd=args.price_per_hour, repeats=args.repeats,
+                                 progress=not args.json)
+    out = result.to_dict()
+    sps, cps = out["samples_per_second"], out["cost_per_sample_usd"]
+    c = out["contract"]
+    lines = [f"contract {out['contract_fingerprint']}: {c['model_name']} on {c['gpu_name'] or c['cpu_model']}, "
+             f"{c['dtype']}, batch {c['units_per_step']}, {c['warmup_steps']} warm-up + {c['measured_steps']} steps "
+             f"x {c['repeats']} repeats, sync: {c['sync_method']}",
+             f"samples/s {sps['mean']:,.0f} (95% CI {sps['ci95_low']:,.0f} to {sps['ci95_high']:,.0f})",
+             f"cost per sample ${cps['mean']:.3e} (95% CI {cps['ci95_low']:.3e} to {cps['ci95_high']:.3e}) "
+             f"at an assumed ${out['price_per_hour_usd']:.2f} per accelerator-hour",
+             f"peak memory {out['peak_memory_bytes'] / 1e6:.1f} MB ({out['peak_memory_method']})",
+             "top operators by self time:"]
+    lines += [f"  {op['name']:<36} {op['calls']:>5} calls {op['self_time_s'] * 1e3:9.2f} ms" for op in out["top_ops"]]
+    if out["plausibility"]:
+        lines.append(f"roofline check: {out['plausibility']['message']}")
+    return out, "\n".join(lines)
+
+
+# Library errors name the Python field; the CLI user typed the flag.
+_FLAGS = {"microbatch": "--microbatch", "static_gb": "--static-gb", "activation_gb_per_sample": "--activation-gb-per-sample",
+          "device_gb": "--device-gb", "reserve_fraction": "--reserve", "blocks": "--blocks",
+          "throughput_gain": "--throughput-gain", "steps_change": "--steps-change",
+          "price_per_hour_usd": "--price-per-hour", "baseline_hours": "--baseline-hours",
+          "window_hours": "--window-hours", "repeats": "--repeats", "device": "--device"}
+
+_COMMANDS = {"ledger": _ledger, "predict": _predict, "profile-to-cost": _profile_to_cost}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _build_parser().parse_args(argv)
+    try:
+        out, text = _COMMANDS[args.command](args)
+    except ValueError as err:
+        field, _, rest = str(err).partition(" ")
+        print(f"gpucost-lab {args.command}: error: {_FLAGS.get(field, field)} {rest}", file=sys.stderr)
+        return EXIT_USAGE
+    print(json.dumps(out, allow_nan=False) if args.json else text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

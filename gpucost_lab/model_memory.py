@@ -1,0 +1,157 @@
+"""Measure the inputs of a training-memory ledger from a real ``torch.nn.Module``.
+
+Static memory (parameters, gradients, optimizer state) is read off the tensors
+after one real optimizer step on a deep copy of the model; activation memory is
+the set of distinct storages autograd saves for backward during the forward
+pass, minus the storages of the model's own parameters and buffers (a saved
+weight, or a view of it such as ``weight.t()``, is static memory, counted once).
+GB means 1e9 bytes.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+import torch
+from torch import nn
+
+from ._validate import integer_at_least
+
+if TYPE_CHECKING:
+    from .memory import MemoryLedger
+
+BYTES_PER_GB = 1e9
+
+StorageKey = tuple[str, int]
+
+
+def _storage(t: torch.Tensor) -> tuple[StorageKey, int]:
+    """Return a (device, base address) key and the byte size of the storage behind ``t``."""
+    try:
+        s = t.untyped_storage()
+        return (str(t.device), s.data_ptr()), s.nbytes()
+    except (RuntimeError, NotImplementedError, TypeError):  # sparse/nested/fake: no plain storage
+        return ("id", id(t)), t.numel() * t.element_size()
+
+
+def storage_bytes(tensors: Iterable[torch.Tensor], exclude: frozenset[StorageKey] = frozenset()) -> int:
+    """Sum the bytes of the distinct storages behind ``tensors``, skipping keys in ``exclude``."""
+    seen: dict[StorageKey, int] = {}
+    for t in tensors:
+        key, nbytes = _storage(t)
+        if key not in exclude:
+            seen[key] = nbytes
+    return sum(seen.values())
+
+
+def _forward_saving(model: nn.Module, inputs: tuple[Any, ...]) -> tuple[Any, int]:
+    """Run ``model(*inputs)`` with grad enabled; return its output and the saved-for-backward bytes."""
+    if not inputs:
+        raise ValueError("inputs must hold at least one input for the forward pass, got ()")
+    saved: list[torch.Tensor] = []
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        saved.append(t)
+        return t
+
+    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        output = model(*inputs)
+    static = frozenset(_storage(t)[0] for t in (*model.parameters(), *model.buffers()))
+    return output, storage_bytes(saved, exclude=static)
+
+
+def activation_bytes(model: nn.Module, *inputs: Any) -> int:
+    """Bytes of the distinct storages autograd saves for backward in ``model(*inputs)``.
+
+    Saved inputs count (they stay resident until backward); saved parameters and
+    buffers, or views of them, do not. The model's train/eval mode is used as is.
+    """
+    return _forward_saving(model, inputs)[1]
+
+
+@dataclass(frozen=True)
+class ModelMemory:
+    """Measured training memory of one model; ``activation_bytes`` is at ``batch_size``."""
+
+    parameter_bytes: int
+    gradient_bytes: int
+    optimizer_state_bytes: int
+    activation_bytes: int
+    batch_size: int
+
+    @property
+    def static_bytes(self) -> int:
+        """Parameters + gradients + optimizer state: memory independent of the batch."""
+        return self.parameter_bytes + self.gradient_bytes + self.optimizer_state_bytes
+
+    @property
+    def activation_bytes_per_sample(self) -> float:
+        return self.activation_bytes / self.batch_size
+
+    def ledger(self, device_gb: float = 24.0, reserve_fraction: float = 0.10, blocks: int = 10) -> MemoryLedger:
+        """The ``MemoryLedger`` these measurements feed, with bytes converted to GB (1e9)."""
+        from .memory import MemoryLedger
+
+        return MemoryLedger(
+            static_gb=self.static_bytes / BYTES_PER_GB,
+            activation_gb_per_sample=self.activation_bytes_per_sample / BYTES_PER_GB,
+            device_gb=device_gb,
+            reserve_fraction=reserve_fraction,
+            blocks=blocks,
+        )
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            **asdict(self),
+            "static_bytes": self.static_bytes,
+            "activation_bytes_per_sample": self.activation_bytes_per_sample,
+        }
+
+
+def measure_model_memory(
+    model: nn.Module,
+    inputs: tuple[Any, ...],
+    *,
+    loss_fn: Callable[[Any], torch.Tensor] | None = None,
+    optimizer_factory: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer] | None = None,
+    batch_size: int | None = None,
+) -> ModelMemory:
+    """Measure ``model`` training on ``inputs``: one forward, backward and optimizer step.
+
+    The step runs on a deep copy put in train mode, so the caller's model (its
+    weights, grads and mode) is untouched; the copy needs as much memory again.
+    ``loss_fn(output)`` defaults to ``output.float().pow(2).mean()``;
+    ``optimizer_factory(parameters)`` defaults to ``AdamW(parameters, lr=1e-3)``.
+    ``batch_size`` defaults to the first dimension of the first input.
+    """
+    inputs = tuple(inputs)
+    if not inputs:
+        raise ValueError("inputs must hold at least one input for the forward pass, got ()")
+    if batch_size is None:
+        first = inputs[0]
+        if not isinstance(first, torch.Tensor) or first.dim() == 0:
+            raise ValueError(f"batch_size must be given when inputs[0] has no first dimension, got {first!r}")
+        batch_size = first.shape[0]
+    batch_size = integer_at_least("batch_size", batch_size, 1)
+    if not any(p.requires_grad for p in model.parameters()):
+        raise ValueError(f"model must have at least one trainable parameter, got {type(model).__name__} with none")
+
+    work = copy.deepcopy(model).train()
+    params = list(work.parameters())
+    optimizer = (optimizer_factory or (lambda ps: torch.optim.AdamW(ps, lr=1e-3)))(work.parameters())
+    output, saved_bytes = _forward_saving(work, inputs)
+    loss = loss_fn(output) if loss_fn is not None else output.float().pow(2).mean()
+    if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
+        raise ValueError(f"loss_fn must return a one-element tensor, got {loss!r}")
+    loss.backward()
+    optimizer.step()
+
+    state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
+    return ModelMemory(
+        parameter_bytes=sum(p.numel() * p.element_size() for p in params),
+        gradient_bytes=storage_bytes(p.grad for p in params if p.grad is not None),
+        optimizer_state_bytes=storage_bytes(state),
+        activation_bytes=saved_bytes,
+        batch_size=batch_size,
+    )
