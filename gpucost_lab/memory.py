@@ -82,12 +82,21 @@ class MemoryLedger:
         microbatch = integer_at_least("microbatch", microbatch, 1)
         return self.static_gb + self.activation_gb_per_sample * microbatch
 
+    def _within_budget(self, total_gb: float) -> bool:
+        return total_gb <= self.budget_gb + _TOLERANCE_GB
+
     def max_microbatch(self) -> int:
         """Largest microbatch whose peak fits the budget (0 when even static memory does not fit)."""
         free_gb = self.budget_gb - self.static_gb
         if free_gb < 0:
             return 0
-        return math.floor(free_gb / self.activation_gb_per_sample + _TOLERANCE_GB)
+        m = math.floor(free_gb / self.activation_gb_per_sample)
+        # the division can land a hair either side of an exact edge: settle it with the fit test itself
+        while self._within_budget(self.static_gb + self.activation_gb_per_sample * (m + 1)):
+            m += 1
+        while m > 0 and not self._within_budget(self.static_gb + self.activation_gb_per_sample * m):
+            m -= 1
+        return m
 
     def at(self, microbatch: int) -> LedgerResult:
         """Evaluate the ledger at ``microbatch``: per-block rows, peak, verdict and headroom."""
@@ -96,13 +105,13 @@ class MemoryLedger:
         for block in range(1, self.blocks + 1):
             activations_gb = self.activation_gb_per_sample * microbatch * block / self.blocks
             total_gb = self.static_gb + activations_gb
-            state = "fits" if total_gb <= self.budget_gb + _TOLERANCE_GB else "over budget"
+            state = "fits" if self._within_budget(total_gb) else "over budget"
             rows.append(LedgerBlock(block, activations_gb, total_gb, state))
         return LedgerResult(
             microbatch=microbatch,
             budget_gb=self.budget_gb,
             peak_gb=peak_gb,
-            fits=peak_gb <= self.budget_gb + _TOLERANCE_GB,
+            fits=self._within_budget(peak_gb),
             headroom_gb=self.budget_gb - peak_gb,
             max_microbatch=self.max_microbatch(),
             blocks=tuple(rows),

@@ -34,7 +34,7 @@ def profile_window(step: Callable[[], object], *, device: str = "cpu", wait: int
     activities = [ProfilerActivity.CPU]
     if device.startswith("cuda"):
         activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities, schedule=schedule(wait=wait, warmup=warmup, active=active),
+    with profile(activities=activities, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
                  record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack) as prof:
         for _ in range(wait + warmup + active):
             step()

@@ -13,6 +13,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Callable
 
+import pandas as pd
 import torch
 
 from ._validate import integer_at_least, one_of, positive
@@ -45,6 +46,11 @@ class Accelerator:
     source: str
     aliases: tuple[str, ...] = ()
     notes: str = ""
+    field_sources: tuple[tuple[str, str], ...] = ()  # (field, source) where a figure has its own source
+
+    def source_of(self, field: str) -> str:
+        """Where the figure ``field`` (e.g. ``"bf16_tflops"``) comes from."""
+        return dict(self.field_sources).get(field, self.source)
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:
@@ -63,9 +69,19 @@ class Accelerator:
 def catalog() -> dict[str, Accelerator]:
     """Every accelerator in ``data/hardware.json``, by name."""
     raw = json.loads((resources.files("gpucost_lab") / "data" / "hardware.json").read_text())
-    keep = {f for f in Accelerator.__dataclass_fields__}
-    entries = ({k: (tuple(v) if k == "aliases" else v) for k, v in e.items() if k in keep} for e in raw["accelerators"])
-    return {e["name"]: Accelerator(**e) for e in entries}
+    accelerators = {}
+    for entry in raw["accelerators"]:
+        entry = dict(entry, aliases=tuple(entry.get("aliases", ())),
+                     field_sources=tuple(sorted(entry.get("field_sources", {}).items())))
+        accelerators[entry["name"]] = Accelerator(**entry)
+    return accelerators
+
+
+def catalog_table() -> pd.DataFrame:
+    """The catalog as a table: one row per accelerator, dense peaks, bandwidth and source."""
+    columns = ["name", "memory_gb", "memory_bandwidth_gb_per_s", "fp32_tflops", "tf32_tflops", "fp16_tflops",
+               "bf16_tflops", "source"]
+    return pd.DataFrame([[getattr(a, c) for c in columns] for a in catalog().values()], columns=columns)
 
 
 def lookup(name: str) -> Accelerator:
