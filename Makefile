@@ -1,0 +1,34 @@
+# Two commands do all the set-up: `make lab` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PORT ?= 8888
+LAB_ARGS ?=
+
+.PHONY: help install lab test clean
+
+help:
+	@echo "make lab    install (first run only) and start JupyterLab on the course"
+	@echo "make test   install (first run only) and run every test, notebooks included"
+	@echo "make clean  remove the virtual environment and caches"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# constraints.txt pins torch to the exact release the course is tested with; see README "GPU".
+$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[course,test]"
+	@touch $@
+
+install: $(STAMP)
+
+lab: install
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
+		--ServerApp.port=$(PORT) $(LAB_ARGS)
+
+test: install
+	$(BIN)/python -m pytest --nbval-lax tests $(wildcard chapters/*.ipynb)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

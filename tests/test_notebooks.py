@@ -1,0 +1,20 @@
+"""Notebooks are committed clean: no outputs, no execution counts (they are executed by `make test`)."""
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(p for d in ("chapters", "labs", "solutions") for p in (ROOT / d).rglob("*.ipynb")
+                   if ".ipynb_checkpoints" not in p.parts)
+
+
+def test_the_course_has_notebooks():
+    assert any(p.parent.name == "chapters" for p in NOTEBOOKS)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_committed_without_outputs(path):
+    cells = json.loads(path.read_text())["cells"]
+    dirty = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and (c.get("outputs") or c.get("execution_count"))]
+    assert dirty == [], f"{path.name}: cells {dirty} carry outputs; clear them before committing"
