@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8888
 LAB_ARGS ?=
+# Jupyter refuses to run as root unless told; containers and fresh cloud machines often are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: help install lab test clean
 
@@ -25,7 +27,7 @@ install: $(STAMP)
 
 lab: install
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
-		--ServerApp.port=$(PORT) $(LAB_ARGS)
+		--ServerApp.port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 test: install
 	$(BIN)/python -m pytest --nbval-lax tests $(wildcard chapters/*.ipynb)
