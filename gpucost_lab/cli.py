@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Sequence
 
-from . import cost, profile_to_cost
-from .device import DEVICE_CHOICES
-from .memory import MemoryLedger
+# The profiler warns that blocks allocated before it started are freed inside its window; the
+# CPU peak already accounts for that (resident bytes are added separately), so keep stderr clean.
+os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
+
+from . import cost, profile_to_cost  # noqa: E402  (after the environment is set, before torch loads), profile_to_cost
+from .device import DEVICE_CHOICES  # noqa: E402
+from .memory import MemoryLedger  # noqa: E402
 
 EXIT_USAGE = 2
 

@@ -1,6 +1,6 @@
 """Measure the inputs of a training-memory ledger from a real ``torch.nn.Module``.
 
-Static memory (parameters, gradients, optimizer state) is read off the tensors
+Static memory (parameters, buffers, gradients, optimizer state) is read off the tensors
 after one real optimizer step on a deep copy of the model; activation memory is
 the set of distinct storages autograd saves for backward during the forward
 pass, minus the storages of the model's own parameters and buffers (a saved
@@ -79,11 +79,13 @@ class ModelMemory:
     optimizer_state_bytes: int
     activation_bytes: int
     batch_size: int
+    buffer_bytes: int = 0  # e.g. BatchNorm running statistics: resident, not trained
+
 
     @property
     def static_bytes(self) -> int:
-        """Parameters + gradients + optimizer state: memory independent of the batch."""
-        return self.parameter_bytes + self.gradient_bytes + self.optimizer_state_bytes
+        """Parameters + buffers + gradients + optimizer state: memory independent of the batch."""
+        return self.parameter_bytes + self.buffer_bytes + self.gradient_bytes + self.optimizer_state_bytes
 
     @property
     def activation_bytes_per_sample(self) -> float:
@@ -154,4 +156,5 @@ def measure_model_memory(
         optimizer_state_bytes=storage_bytes(state),
         activation_bytes=saved_bytes,
         batch_size=batch_size,
+        buffer_bytes=storage_bytes(work.buffers()),
     )

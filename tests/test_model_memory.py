@@ -42,11 +42,6 @@ def batch(n: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     return torch.randn(n, 64).to(dtype)
 
 
-def test_hand_derivation_numbers() -> None:
-    assert PARAM_BYTES == 38_440
-    assert PER_SAMPLE == 768
-
-
 def test_mlp_static_and_activation_bytes_adamw() -> None:
     m = measure_model_memory(mlp(), (batch(8),))
     assert m.parameter_bytes == 38_440
@@ -162,7 +157,6 @@ def test_custom_loss_and_explicit_batch_size() -> None:
 
 
 def test_ledger_and_to_dict() -> None:
-    pytest.importorskip("gpucost_lab.memory")
     m = ModelMemory(parameter_bytes=38_440, gradient_bytes=38_440, optimizer_state_bytes=76_896,
                     activation_bytes=6_144, batch_size=8)
     led = m.ledger(device_gb=80.0, reserve_fraction=0.2, blocks=3)
@@ -178,7 +172,6 @@ def test_ledger_and_to_dict() -> None:
 
 
 def test_measured_ledger_matches_measurement() -> None:
-    pytest.importorskip("gpucost_lab.memory")
     m = measure_model_memory(mlp(), (batch(8),))
     led = m.ledger()
     assert math.isclose(led.static_gb, (4 * 38_440 + 16) / 1e9)
@@ -207,6 +200,15 @@ def test_model_without_trainable_parameters_rejected() -> None:
         measure_model_memory(frozen, (batch(8),))
     with pytest.raises(ValueError, match="model"):
         measure_model_memory(nn.ReLU(), (batch(8),))
+
+
+def test_buffers_are_static_memory() -> None:
+    # BatchNorm1d(128) keeps running_mean and running_var (128 fp32 each, 512 B each) and
+    # num_batches_tracked (one int64, 8 B): 1,032 B of buffers, resident like the weights.
+    m = measure_model_memory(nn.Sequential(nn.Linear(64, 128), nn.BatchNorm1d(128)), (batch(8),),
+                             optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=0.1))
+    assert m.buffer_bytes == 2 * 128 * 4 + 8
+    assert m.static_bytes == m.parameter_bytes + m.gradient_bytes + 1_032
 
 
 def test_activation_bytes_needs_inputs() -> None:
