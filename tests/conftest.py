@@ -1,8 +1,12 @@
 import os
 
 import pytest
+from hypothesis import settings
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# Shared, noisy machines: no per-example deadline; in CI, a fixed example sequence.
+settings.register_profile("course", deadline=None, derandomize=bool(os.environ.get("CI")))
+settings.load_profile("course")
 
 
 class FakeAsyncDevice:
