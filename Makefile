@@ -30,7 +30,7 @@ lab: install
 		--ServerApp.port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 test: install
-	$(BIN)/python -m pytest --nbval-lax tests $(wildcard chapters/*.ipynb)
+	$(BIN)/python -m pytest tests
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

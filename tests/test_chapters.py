@@ -1,0 +1,56 @@
+"""Every chapter executes top to bottom, with the reference answers and without them.
+
+With the reference answers from ``chapter_answers.py`` in its answer cells, no cell may fail. As
+committed (placeholders in the answer cells), the only cells that may fail are the graded checkpoint
+cells, and each of them must fail: a checkpoint that passes unanswered grades nothing.
+"""
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from chapter_answers import ANSWERS
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+
+
+def _nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _execute(nb, workdir: Path) -> None:
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+
+
+def _errors(nb) -> list[int]:
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+            and any(o.get("output_type") == "error" for o in c.get("outputs", []))]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_chapter_runs_clean_with_reference_answers(path, tmp_path):
+    nb = nbformat.read(path, as_version=4)
+    answers = ANSWERS.get(path.name, {})
+    solution_ids = {_nbgrader(c)["grade_id"] for c in nb.cells if _nbgrader(c).get("solution")}
+    assert solution_ids == set(answers), "every answer cell needs a reference answer and vice versa"
+    for cell in nb.cells:
+        if _nbgrader(cell).get("solution"):
+            cell.source = answers[_nbgrader(cell)["grade_id"]]
+    _execute(nb, tmp_path)  # a scratch working directory: chapters must not depend on their own folder
+    failed = _errors(nb)
+    assert failed == [], "\n".join(str(nb.cells[i].outputs[-1].get("evalue", "")) for i in failed)
+
+
+@pytest.mark.parametrize("path", [p for p in CHAPTERS if ANSWERS.get(p.name)], ids=lambda p: p.name)
+def test_unanswered_checkpoints_fail_and_nothing_else_does(path, tmp_path):
+    nb = nbformat.read(path, as_version=4)
+    graded = {i for i, c in enumerate(nb.cells) if _nbgrader(c).get("grade") and not _nbgrader(c).get("solution")}
+    assert len(graded) >= 3, "a chapter ends in at least three graded checkpoints"
+    _execute(nb, tmp_path)
+    assert set(_errors(nb)) == graded
+    for i in graded:
+        assert nb.cells[i].outputs[-1]["ename"] == "AssertionError"
