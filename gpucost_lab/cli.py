@@ -5,6 +5,7 @@ Bad input prints one line on stderr and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -14,9 +15,10 @@ from typing import Sequence
 # CPU peak already accounts for that (resident bytes are added separately), so keep stderr clean.
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
-from . import cost, profile_to_cost  # noqa: E402  (after the environment is set, before torch loads), profile_to_cost
+from . import cost, profile_to_cost, simulate, timeline  # noqa: E402  (after the environment is set, before torch loads), profile_to_cost
 from .device import DEVICE_CHOICES  # noqa: E402
 from .memory import MemoryLedger  # noqa: E402
+from .simulate import SCENARIOS, SimConfig  # noqa: E402
 
 EXIT_USAGE = 2
 
@@ -52,7 +54,22 @@ def _build_parser() -> argparse.ArgumentParser:
     ptc.add_argument("--price-per-hour", type=float, default=cost.DEFAULT_PRICE_PER_HOUR_USD)
     ptc.add_argument("--repeats", type=int, default=5)
 
-    for p in (ledger, predict, ptc):
+    analyze = sub.add_parser("analyze", help="read a profiler trace: busy/idle, gaps, syncs, copies, memory, phases")
+    analyze.add_argument("trace", help="a Chrome/Kineto trace, .json or .json.gz")
+    analyze.add_argument("--top", type=int, default=10, help="gaps and operators to list")
+
+    sim = sub.add_parser("simulate", help="write a deterministic simulated GPU training trace")
+    sim.add_argument("--scenario", default="healthy", help=f"one of {', '.join(SCENARIOS)}; knobs below override it")
+    sim.add_argument("-o", "--output", required=True, help="where to write the trace (.json or .json.gz)")
+    for name, field in SimConfig.__dataclass_fields__.items():
+        flag = "--" + name.replace("_", "-")
+        if field.type in ("bool", bool):
+            sim.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+        else:
+            sim.add_argument(flag, type=float if field.type in ("float", float) else
+                             (str if name == "gpu" else int), default=None)
+
+    for p in (ledger, predict, ptc, analyze, sim):
         p.add_argument("--json", action="store_true", help="print one JSON object")
     return parser
 
@@ -107,9 +124,44 @@ _FLAGS = {"microbatch": "--microbatch", "static_gb": "--static-gb", "activation_
           "device_gb": "--device-gb", "reserve_fraction": "--reserve", "blocks": "--blocks",
           "throughput_gain": "--throughput-gain", "steps_change": "--steps-change",
           "price_per_hour_usd": "--price-per-hour", "baseline_hours": "--baseline-hours",
-          "window_hours": "--window-hours", "repeats": "--repeats", "device": "--device"}
+          "window_hours": "--window-hours", "repeats": "--repeats", "device": "--device", "top": "--top",
+          "scenario": "--scenario", **{name: "--" + name.replace("_", "-") for name in SimConfig.__dataclass_fields__}}
 
-_COMMANDS = {"ledger": _ledger, "predict": _predict, "profile-to-cost": _profile_to_cost}
+def _analyze(args: argparse.Namespace) -> tuple[dict, str]:
+    out = timeline.analyze(args.trace, top=args.top)
+    if out["span_ms"] is None:
+        head = f"{args.trace}: {out['device']} trace with nothing to measure busy time from"
+    else:
+        head = (f"{args.trace}: {out['device']} trace, span {out['span_ms']:.3f} ms, busy {out['busy_ms']:.3f} ms "
+                f"({out['busy_ms'] / out['span_ms']:.1%}), idle {out['idle_ms']:.3f} ms, {out['steps']} steps")
+    lines = [head, "widest gaps:"]
+    lines += [f"  at {g['start_ms']:10.3f} ms  {g['duration_ms']:9.3f} ms  after {g['before']}  before {g['after']}"
+              for g in out["gaps"]] or ["  none"]
+    lines.append(f"sync points: {len(out['sync_points'])}")
+    lines += [f"  {c['direction']}: {c['count']} copies, {c['total_ms']:.3f} ms" for c in out["memcpy"]]
+    lines.append("top operations:")
+    lines += [f"  {o['name'][:60]:<60} {o['count']:>6}  {o['total_ms']:10.3f} ms" for o in out["top_ops"]]
+    if out["phases"]:
+        lines.append("phases: " + ", ".join(f"{k} {v:.3f} ms" for k, v in out["phases"].items()))
+    if out["peak_memory_bytes"] is not None:
+        lines.append(f"peak memory allocated: {out['peak_memory_bytes'] / 1e6:.1f} MB")
+    return out, "\n".join(lines)
+
+
+def _simulate(args: argparse.Namespace) -> tuple[dict, str]:
+    if args.scenario not in SCENARIOS:
+        raise ValueError(f"scenario must be one of {', '.join(map(repr, SCENARIOS))}, got {args.scenario!r}")
+    knobs = {k: v for k, v in vars(args).items() if k in SimConfig.__dataclass_fields__ and v is not None}
+    config = dataclasses.replace(SCENARIOS[args.scenario], **knobs)
+    path = simulate.write_trace(config, args.output)
+    out = {"path": str(path), "scenario": args.scenario, "config": dataclasses.asdict(config),
+           "bytes": path.stat().st_size}
+    return out, f"wrote {path} ({out['bytes']:,} bytes): scenario {args.scenario}, " + ", ".join(
+        f"{k}={v}" for k, v in knobs.items())
+
+
+_COMMANDS = {"ledger": _ledger, "predict": _predict, "profile-to-cost": _profile_to_cost, "analyze": _analyze,
+             "simulate": _simulate}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

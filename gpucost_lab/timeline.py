@@ -455,11 +455,15 @@ def _ms_records(table: pd.DataFrame, origin_us: float, relative: str = "") -> li
              for k, v in row.items()} for row in table.to_dict("records")]
 
 
+GAP_FLOOR_US = 1.0  # analyze() lists gaps of at least the trace clock's 1 us resolution
+
+
 def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_us: float | None = None) -> dict:
     """Every view at once, as plain JSON-ready values in milliseconds, times relative to the trace's first event.
 
     Keys: device, span_ms, busy_ms, idle_ms, gaps, sync_points, memcpy, top_ops, peak_memory_bytes, phases, steps.
     With nothing to measure busy time from (no kernels; no cpu_ops), span/busy/idle are None and gaps empty.
+    Gaps shorter than ``GAP_FLOOR_US`` are left out of the list (they still count as idle time).
     """
     integer_at_least("top", top, 1)
     trace = path_or_trace if isinstance(path_or_trace, Trace) else load_trace(path_or_trace)
@@ -471,7 +475,7 @@ def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_
     if basis is not None:
         b, table = _measure(basis)
         result.update(span_ms=b.span_us / 1e3, busy_ms=b.busy_us / 1e3, idle_ms=b.idle_us / 1e3,
-                      gaps=_ms_records(_widest(table, top), origin_us, relative="start_us"))
+                      gaps=_ms_records(_widest(table, top, min_us=GAP_FLOOR_US), origin_us, relative="start_us"))
     points = sync_points(trace, **window)[["name", "ts_us", "duration_us"]]
     result.update(
         sync_points=_ms_records(points, origin_us, relative="ts_us"),
