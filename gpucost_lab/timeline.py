@@ -485,3 +485,19 @@ def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_
         phases={p["name"]: p["total_ms"] for p in _ms_records(phases(trace, **window), origin_us)},
         steps=len(steps(trace, **window)))
     return result
+
+
+COMPARE_COLUMNS = ["span_ms", "busy_ms", "idle_ms", "busy_share", "widest_gap_ms", "gaps_over_1ms", "sync_points",
+                   "steps"]
+
+
+def compare(traces: dict) -> pd.DataFrame:
+    """One row per named trace: the figures to hold side by side after changing one suspected cause."""
+    rows = {}
+    for label, trace in traces.items():
+        b = busy_idle(trace)
+        g = gaps(trace, min_us=GAP_FLOOR_US)
+        rows[label] = [b.span_us / 1e3, b.busy_us / 1e3, b.idle_us / 1e3, b.busy_us / b.span_us if b.span_us else 0.0,
+                       float(g["duration_us"].max()) / 1e3 if len(g) else 0.0, int((g["duration_us"] >= 1e3).sum()),
+                       len(sync_points(trace)), len(steps(trace))]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=COMPARE_COLUMNS)

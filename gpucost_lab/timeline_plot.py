@@ -74,7 +74,7 @@ def plot_timeline(trace: Trace, *, start_ms: float | None = None, end_ms: float 
         widest = widest[widest["start_ms"] < end_ms]
     for rank, gap in enumerate(widest.head(top_gaps).itertuples(), start=1):
         ax.axvspan(gap.start_ms, gap.start_ms + gap.duration_ms, color="red", alpha=0.15)
-        ax.text(gap.start_ms, len(lanes) - 0.4, f"gap {rank}: {gap.duration_ms:.2f} ms", color="darkred", fontsize=8)
+        ax.text(gap.start_ms, -0.5, f"gap {rank}: {gap.duration_ms:.2f} ms", color="darkred", fontsize=8, va="bottom")
     ax.set_yticks(range(len(lanes)), lanes)
     ax.invert_yaxis()
     ax.set_xlabel("time since the first event (ms)")
