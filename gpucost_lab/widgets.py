@@ -185,6 +185,18 @@ def _ledger_bar_html(ledger: MemoryLedger, result: LedgerResult) -> str:
     return f'<div>{svg}<div style="font-size:90%">{legend}</div><div style="font-size:85%">{swatches}</div></div>'
 
 
+
+def _expose(box, prefix: str, inputs: dict, **parts) -> None:
+    """Give the container and its parts stable CSS classes (for browser tests) and attributes (for Python)."""
+    box.add_class(prefix)
+    box.inputs = inputs
+    for name, control in inputs.items():
+        control.add_class(f"{prefix}-input-{name.replace('_', '-')}")
+    for attribute, (suffix, part) in parts.items():
+        part.add_class(f"{prefix}-{suffix}")
+        setattr(box, attribute, part)
+
+
 def memory_ledger_widget(static_gb: float = 3.2, activation_gb_per_sample: float = 0.34, device_gb: float = 24.0,
                          reserve_fraction: float = 0.10, blocks: int = 10, microbatch: int = 32) -> widgets.VBox:
     """The memory ledger of chapter 04 as a live widget.
@@ -219,16 +231,8 @@ def memory_ledger_widget(static_gb: float = 3.2, activation_gb_per_sample: float
 
     box = widgets.VBox([slider, widgets.HBox(list(inputs.values()), layout=widgets.Layout(flex_flow="row wrap")),
                         checkpointing, verdict, bar, table])
-    box.add_class("gpucost-ledger")
-    slider.add_class("gpucost-ledger-microbatch")
-    checkpointing.add_class("gpucost-ledger-checkpointing")
-    for name, control in inputs.items():
-        control.add_class(f"gpucost-ledger-input-{name.replace('_', '-')}")
-    verdict.add_class("gpucost-ledger-verdict")
-    table.add_class("gpucost-ledger-table")
-    bar.add_class("gpucost-ledger-bar")
-    box.slider, box.inputs, box.checkpointing = slider, inputs, checkpointing
-    box.verdict, box.table, box.bar = verdict, table, bar
+    _expose(box, "gpucost-ledger", inputs, slider=("microbatch", slider), checkpointing=("checkpointing", checkpointing),
+            verdict=("verdict", verdict), table=("table", table), bar=("bar", bar))
     box.result = None
 
     def update(_change=None) -> None:
@@ -388,16 +392,8 @@ def cost_predictor_widget(throughput_gain: float = 0.20, steps_change: float = 0
 
     box = widgets.VBox([gain, steps, widgets.HBox(list(inputs.values()), layout=widgets.Layout(flex_flow="row wrap")),
                         verdict, table, chart])
-    box.add_class("gpucost-predictor")
-    gain.add_class("gpucost-predictor-gain")
-    steps.add_class("gpucost-predictor-steps")
-    for name, control in inputs.items():
-        control.add_class(f"gpucost-predictor-input-{name.replace('_', '-')}")
-    verdict.add_class("gpucost-predictor-verdict")
-    table.add_class("gpucost-predictor-table")
-    chart.add_class("gpucost-predictor-chart")
-    box.gain, box.steps, box.inputs = gain, steps, inputs
-    box.verdict, box.table, box.chart = verdict, table, chart
+    _expose(box, "gpucost-predictor", inputs, gain=("gain", gain), steps=("steps", steps),
+            verdict=("verdict", verdict), table=("table", table), chart=("chart", chart))
     box.prediction = None
 
     def update(_change=None) -> None:
