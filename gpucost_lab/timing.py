@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 from . import device as _device
+from ._validate import integer_at_least
 from .contract import BenchmarkContract
 from .stats import Estimate
 
@@ -109,6 +110,21 @@ def measure(step: Callable[[], object], contract: BenchmarkContract, *, clock: C
     """
     sync = synchronize if synchronize is not None else _device.synchronizer(contract.device)
     return Measurement(contract, _timed_repeats(step, contract, clock, sync, progress))
+
+
+def step_times_s(step: Callable[[], object], steps: int, *, device: str = "cpu",
+                 synchronize: Callable[[], None] | None = None, clock: Clock = time.perf_counter) -> tuple[float, ...]:
+    """Seconds of each of ``steps`` consecutive steps, synchronized, with no warm-up: shows why warm-up exists."""
+    integer_at_least("steps", steps, 1)
+    sync = synchronize if synchronize is not None else _device.synchronizer(device)
+    times = []
+    for _ in range(steps):
+        sync()
+        start_s = clock()
+        step()
+        sync()
+        times.append(clock() - start_s)
+    return tuple(times)
 
 
 def measure_unsynchronized(step: Callable[[], object], contract: BenchmarkContract, *,

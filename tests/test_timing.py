@@ -107,3 +107,22 @@ def test_a_contract_from_another_machine_is_refused(contract):
 def test_zero_duration_repeat_is_a_clear_error(contract):
     with pytest.raises(ValueError, match="repeat_times_s"):
         Measurement(contract(), (0.1, 0.0, 0.1))
+
+
+def test_step_times_from_a_cold_start(fake_device):
+    # the first step pays a one-off 50 ms (think: allocator growth, kernel selection), the rest 10 ms each
+    dev = fake_device(work_s=0.01)
+    calls = []
+
+    def step():
+        if not calls:
+            dev.device_free_at_s = max(dev.now_s, dev.device_free_at_s) + 0.05
+        calls.append(1)
+        dev.launch()
+
+    from gpucost_lab.timing import step_times_s
+
+    times = step_times_s(step, 4, synchronize=dev.synchronize, clock=dev.clock)
+    assert times == pytest.approx((0.06, 0.01, 0.01, 0.01))
+    with pytest.raises(ValueError, match="steps"):
+        step_times_s(step, 0)
