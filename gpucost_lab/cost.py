@@ -49,6 +49,8 @@ def relative_cost(throughput_gain: float, steps_change: float) -> float:
     """Candidate cost over baseline cost at the same price: (1 + steps_change) / (1 + throughput_gain).
 
     +20% throughput with +25% steps to target: 1.25 / 1.20 = 1.042, about 4% *more* expensive.
+    Count both in the same unit: with the batch unchanged, steps and samples to target change alike;
+    when the batch changes, pass the change in *samples* to target beside a gain in samples/s.
     """
     gain = greater_than("throughput_gain", throughput_gain, -1.0)
     change = greater_than("steps_change", steps_change, -1.0)

@@ -5,11 +5,31 @@ the chapter's own objects, or the choice the section argues for.
 """
 
 ANSWERS: dict[str, dict[str, str]] = {
+    "01_freeze_the_contract.ipynb": {
+        "ch01_q1_answer": "overstatement = unsynced.units_per_s_mean / synced.units_per_s_mean",
+        "ch01_q2_answer": "fields_named = len(mismatch.changes)",
+        "ch01_q3_answer": 'sync_function = "torch.cuda.synchronize"',
+        "ch01_q4_answer": 'first_steps_representative = "false"',
+    },
     "02_read_the_timeline.ipynb": {
         "ch02_q1_answer": "stall_idle_share = stall_busy.idle_us / stall_busy.span_us",
         "ch02_q2_answer": 'knob_that_closed_the_gaps = "num_workers"',
         "ch02_q3_answer": "item_sync_points = len(sync_points(item_trace))",
         "ch02_q4_answer": 'phase_with_the_gaps = "data"',
         "ch02_q5_answer": 'profile_every_step_is_truer = "false"',
+    },
+    "03_price_the_result.ipynb": {
+        "ch03_q1_answer": 'baseline_cost_per_sample_usd = cost_per_sample["baseline"].mean',
+        "ch03_q2_answer": 'relative_cost_to_target = to_target["candidate"].mean / to_target["baseline"].mean',
+        "ch03_q3_answer": 'course_question = "more expensive"',
+        "ch03_q4_answer": 'price_is = "assumption"',
+    },
+    "04_memory_budget.ipynb": {
+        "ch04_q1_answer": "largest_microbatch = ledger.max_microbatch()",
+        "ch04_q2_answer": "first_block_over_budget_at_100 = ledger.at(100).first_over_budget.block",
+        "ch04_q3_answer": "largest_microbatch_checkpointed = ledger.max_microbatch(checkpointing=True)",
+        "ch04_q4_answer": "activation_bytes_per_sample = measured.activation_bytes_per_sample",
+        "ch04_q5_answer": 'bf16_linear_bound = "memory-bound"',
+        "ch04_q6_answer": 'bf16_min_time_us = roofline.loc[1, "min_time_us"]',
     },
 }
