@@ -31,6 +31,7 @@ lab: install
 
 test: install
 	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider chapters
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
