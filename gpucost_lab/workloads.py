@@ -122,3 +122,48 @@ class TrainingStep:
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         self.optimizer.step()
+
+
+def train_with_phases(task: ClassificationTask, timer, *, steps: int = 60, batch_size: int = 64, lr: float = 0.01,
+                      eval_every: int = 20, checkpoint_every: int = 30, checkpoint_path=None,
+                      storage_latency_s: float = 0.0) -> float:
+    """A real training loop with every phase inside ``timer.phase(name)`` (chapter 05).
+
+    Phases: "data" (take the next batch; ``storage_latency_s`` stands in for a slow disk or network),
+    "forward_backward", "eval" (accuracy on the whole validation set every ``eval_every`` steps),
+    "checkpoint" (``torch.save`` of model and optimizer to ``checkpoint_path`` every
+    ``checkpoint_every`` steps; skipped when no path is given) and "logging" (reading the loss with
+    ``.item()``, a sync point on a GPU). Returns the last validation accuracy (0.0 if never evaluated).
+    """
+    import time
+
+    integer_at_least("steps", steps, 1)
+    integer_at_least("batch_size", batch_size, 1)
+    integer_at_least("eval_every", eval_every, 1)
+    integer_at_least("checkpoint_every", checkpoint_every, 1)
+    x, y, x_val, y_val = task.data()
+    model = task.model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=positive("lr", lr), momentum=0.9)
+    g = torch.Generator().manual_seed(task.seed + 1)
+    val_accuracy = 0.0
+    for step in range(1, steps + 1):
+        with timer.phase("data"):
+            idx = torch.randint(0, len(x), (batch_size,), generator=g)
+            xb, yb = x[idx], y[idx]
+            if storage_latency_s > 0:
+                time.sleep(storage_latency_s)
+        with timer.phase("forward_backward"):
+            loss = torch.nn.functional.cross_entropy(model(xb), yb)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        if step % eval_every == 0:
+            with timer.phase("eval"):
+                val_accuracy = accuracy(model, x_val, y_val)
+        if checkpoint_path is not None and step % checkpoint_every == 0:
+            with timer.phase("checkpoint"):
+                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step},
+                           checkpoint_path)
+        with timer.phase("logging"):
+            loss.item()
+    return val_accuracy

@@ -55,3 +55,40 @@ def test_training_step_uses_a_batch_of_the_asked_size():
 def test_bad_arguments_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         train_to_target(ClassificationTask(train_samples=10, val_samples=10), **kwargs)
+
+
+class RecordingTimer:
+    """Records the order of phases entered; no clock needed."""
+
+    def __init__(self):
+        self.entered = []
+
+    def phase(self, name):
+        import contextlib
+
+        self.entered.append(name)
+        return contextlib.nullcontext()
+
+
+def test_train_with_phases_runs_each_phase_as_often_as_scheduled(tmp_path):
+    from gpucost_lab.workloads import train_with_phases
+
+    timer = RecordingTimer()
+    ckpt = tmp_path / "ckpt.pt"
+    acc = train_with_phases(ClassificationTask(), timer, steps=60, eval_every=20, checkpoint_every=30,
+                            checkpoint_path=ckpt)
+    counts = {p: timer.entered.count(p) for p in set(timer.entered)}
+    # 60 steps: data, forward_backward and logging each step; eval at 20, 40, 60; checkpoint at 30, 60
+    assert counts == {"data": 60, "forward_backward": 60, "logging": 60, "eval": 3, "checkpoint": 2}
+    assert timer.entered[:2] == ["data", "forward_backward"]
+    saved = torch.load(ckpt)
+    assert saved["step"] == 60
+    assert 0.125 < acc <= 1.0  # better than chance over 8 classes after 60 steps
+
+
+def test_train_with_phases_without_a_checkpoint_path_skips_checkpoints():
+    from gpucost_lab.workloads import train_with_phases
+
+    timer = RecordingTimer()
+    train_with_phases(ClassificationTask(), timer, steps=10, eval_every=5, checkpoint_every=5)
+    assert "checkpoint" not in timer.entered and timer.entered.count("eval") == 2
