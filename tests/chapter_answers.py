@@ -32,4 +32,12 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch04_q5_answer": 'bf16_linear_bound = "memory-bound"',
         "ch04_q6_answer": 'bf16_min_time_us = roofline.loc[1, "min_time_us"]',
     },
+    "05_profile_to_decision.ipynb": {
+        "ch05_q1_answer": 'data_share = before_balance.set_index("phase").loc["data", "share"]',
+        "ch05_q2_answer": 'low_utilization_suggests = "b"',
+        "ch05_q3_answer": 'most_saved_by_removing_logging = before_balance.set_index("phase").loc["logging", "share"]',
+        "ch05_q4_answer": 'largest_overhead_after_fix = "checkpoint"',
+        "ch05_q5_answer": 'profile_valid_forever = "false"',
+        "ch05_q6_answer": "dollars_saved_per_run = saved_usd",
+    },
 }
