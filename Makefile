@@ -8,7 +8,7 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and fresh cloud machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help install lab test clean
+.PHONY: help install lab test clean labs
 
 help:
 	@echo "make lab    install (first run only) and start JupyterLab on the course"
@@ -32,6 +32,17 @@ lab: install
 test: install
 	$(BIN)/python -m pytest tests
 	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider chapters
+
+# Regenerate labs/ (what learners receive) from the nbgrader sources in solutions/, one lab per folder, with the
+# settings in nbgrader_config.py. --no-db: releasing needs no gradebook, so none is written.
+labs: install
+	@for dir in labs/*/; do [ ! -d "$$dir" ] || [ -d "solutions/$$(basename "$$dir")" ] || rm -rf "$$dir"; done
+	@for src in solutions/*/; do \
+		[ -d "$$src" ] || continue; \
+		lab=$$(basename "$$src"); \
+		$(BIN)/nbgrader generate_assignment "$$lab" --force --no-db --log-level=WARN || exit 1; \
+		echo "labs/$$lab/ regenerated from solutions/$$lab/"; \
+	done
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

@@ -16,6 +16,7 @@ from typing import Sequence
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 from . import cost, profile_to_cost, simulate, timeline  # noqa: E402  (after the environment is set, before torch loads), profile_to_cost
+from . import grading  # noqa: E402
 from .device import DEVICE_CHOICES  # noqa: E402
 from .memory import MemoryLedger  # noqa: E402
 from .simulate import SCENARIOS, SimConfig  # noqa: E402
@@ -71,7 +72,27 @@ def _build_parser() -> argparse.ArgumentParser:
 
     for p in (ledger, predict, ptc, analyze, sim):
         p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_grading_parsers(sub)
     return parser
+
+
+def _add_grading_parsers(sub) -> None:
+    grade = sub.add_parser("grade", help=f"autograde a submitted lab with nbgrader; exit 0 when it passes "
+                                         f"({grading.PASS_MARK_PERCENT}%%), 1 when not")
+    grade.add_argument("notebook", help="the submitted .ipynb")
+    grade.add_argument("--student", default="student", help="the learner's id (default: student)")
+    grade.add_argument("--assignment", default=grading.DEFAULT_ASSIGNMENT,
+                       help=f"the lab (default: {grading.DEFAULT_ASSIGNMENT})")
+    grade.add_argument("--source-root", default=None,
+                       help="the nbgrader source folder holding ASSIGNMENT/ (default: the repository's solutions/)")
+    grade.add_argument("--feedback-dir", default=None, help="where to keep the feedback HTML (default: beside NOTEBOOK)")
+    grade.add_argument("--timeout", type=int, default=grading.DEFAULT_TIMEOUT_S, help="seconds each cell may run")
+    check = sub.add_parser("self-check", help="run your lab's visible tests and show progress toward the pass mark "
+                                              "(hidden tests may still fail)")
+    check.add_argument("notebook", help="your saved copy of the lab (.ipynb)")
+    check.add_argument("--timeout", type=int, default=grading.DEFAULT_TIMEOUT_S, help="seconds each cell may run")
+    for p in (grade, check):
+        p.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _ledger(args: argparse.Namespace) -> tuple[dict, str]:
@@ -160,8 +181,30 @@ def _simulate(args: argparse.Namespace) -> tuple[dict, str]:
         f"{k}={v}" for k, v in knobs.items())
 
 
+def _grade(args: argparse.Namespace) -> tuple[dict, str]:
+    try:
+        report = grading.grade(args.notebook, student=args.student, assignment=args.assignment, timeout_s=args.timeout,
+                               source_root=args.source_root, feedback_dir=args.feedback_dir)
+    except grading.GradingError as err:  # the source would not build: still one line and status 2
+        raise ValueError(str(err)) from None
+    return report.to_dict(), report.text()
+
+
+def _self_check(args: argparse.Namespace) -> tuple[dict, str]:
+    report = grading.self_check(args.notebook, timeout_s=args.timeout)
+    if report is None:
+        raise ValueError("self-check does not run inside another self-check or an nbgrader run")
+    return report.to_dict(), report.text()
+
+
+_FLAGS.update({"student": "--student", "assignment": "--assignment", "source_root": "--source-root",
+               "timeout_s": "--timeout"})
+# grade: 0 when the submission passes, 1 when it does not; self-check: 0 when the visible tests reach the pass mark.
+_EXIT_STATUS = {"grade": lambda out: 0 if out["passed"] else 1,
+                "self-check": lambda out: 0 if out["reaches_pass_mark"] else 1}
+
 _COMMANDS = {"ledger": _ledger, "predict": _predict, "profile-to-cost": _profile_to_cost, "analyze": _analyze,
-             "simulate": _simulate}
+             "simulate": _simulate, "grade": _grade, "self-check": _self_check}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -173,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gpucost-lab {args.command}: error: {_FLAGS.get(field, field)} {rest}", file=sys.stderr)
         return EXIT_USAGE
     print(json.dumps(out, allow_nan=False) if args.json else text)
-    return 0
+    return _EXIT_STATUS.get(args.command, lambda out: 0)(out)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,34 @@
+"""nbgrader configuration of the gpucost-lab course (instructors; see README "For instructors").
+
+Run nbgrader from the repository root: `solutions/` is the source directory and `labs/` the release directory,
+so `nbgrader generate_assignment profile_training_loop --force` writes
+`labs/profile_training_loop/profile_training_loop.ipynb` (`make labs` regenerates every lab this way). The
+gradebook and the grading folders (`submitted/`, `autograded/`, `feedback/`) live at the root and are ignored
+by git: they hold learners' work and never belong in the repository.
+"""
+import os
+
+c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+
+c.CourseDirectory.root = ROOT
+c.CourseDirectory.course_id = "gpucost-lab"
+c.CourseDirectory.source_directory = "solutions"
+c.CourseDirectory.release_directory = "labs"
+# nbgrader's default layout, spelled out: {step}/{student}/{assignment}. generate_assignment uses "." for the
+# student, so the release path is labs/<assignment>/<notebook>.ipynb, with no course id in it.
+c.CourseDirectory.directory_structure = os.path.join("{nbgrader_step}", "{student_id}", "{assignment_id}")
+# The gradebook (learners' scores) stays out of git: .gitignore lists it.
+c.CourseDirectory.db_url = "sqlite:///" + os.path.join(ROOT, "gradebook.db")
+
+# Autograding: each cell may run 30 s; a cell that runs longer (an infinite loop) is interrupted and fails,
+# and the rest of the notebook still runs and is graded.
+c.Execute.timeout = 30
+c.Execute.interrupt_on_timeout = True
+# A learner who deletes a (read-only) test cell gets it back, run and graded, instead of "needs manual grading".
+c.OverwriteCells.add_missing_cells = True
+
+# `nbgrader export` writes grades.csv with a `passed` column: True/False at 80% of the maximum score, or
+# "pending" while a submission still needs manual grading.
+c.ExportApp.plugin_class = "gpucost_lab.nbgrader_export.PassMarkExportPlugin"

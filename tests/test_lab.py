@@ -1,0 +1,118 @@
+"""The real lab: its release matches its source, hides what it must, and grades as the points say.
+
+Points (from the lab's own headings): 1 instrument 3, 2 balance 2, 3 dominant 3, 4 correlate 1, 5 decide 2,
+6 act 2, 7 price 2, 8 re-profile 1 = 16; 80% is 12.8, so 13 points pass and 12 fail.
+"""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from gpucost_lab.grading import grade
+
+ROOT = Path(__file__).resolve().parents[1]
+LAB = "profile_training_loop"
+SOURCE = ROOT / "solutions" / LAB / f"{LAB}.ipynb"
+RELEASE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
+
+
+def _meta(cell):
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _cells(nb):
+    return {_meta(c)["grade_id"]: c for c in nb.cells if _meta(c).get("grade_id")}
+
+
+def test_release_is_what_nbgrader_generates_from_the_source(tmp_path):
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "solutions", course / "solutions")
+    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    nbgrader = Path(sys.executable).with_name("nbgrader")
+    subprocess.run([str(nbgrader), "generate_assignment", LAB, "--force", "--no-db", "--log-level=ERROR"],
+                   cwd=course, check=True, capture_output=True)
+    fresh = nbformat.read(course / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
+    committed = nbformat.read(RELEASE, as_version=4)
+    assert [(c.cell_type, c.source, _meta(c)) for c in committed.cells] == \
+        [(c.cell_type, c.source, _meta(c)) for c in fresh.cells], "labs/ drifted from solutions/: run `make labs`"
+
+
+def test_release_holds_no_solution_and_no_hidden_test():
+    text = RELEASE.read_text()
+    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+        assert marker not in text
+    source, release = nbformat.read(SOURCE, as_version=4), nbformat.read(RELEASE, as_version=4)
+    for gid, cell in _cells(release).items():
+        if _meta(cell).get("solution"):
+            assert "raise NotImplementedError" in cell.source
+            solution = _cells(source)[gid].source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+            for line in filter(None, (l.strip() for l in solution.splitlines())):
+                assert line not in cell.source, f"{gid}: solution line {line!r} leaked into labs/"
+
+
+def test_lab_has_enough_graded_cells_for_80_percent_to_mean_something():
+    graded = [c for c in _cells(nbformat.read(SOURCE, as_version=4)).values() if _meta(c).get("grade")]
+    assert len(graded) >= 8
+    assert sum(_meta(c)["points"] for c in graded) == 16
+
+
+def test_solution_scores_100_percent(tmp_path):
+    submission = tmp_path / f"{LAB}.ipynb"
+    nb = nbformat.read(SOURCE, as_version=4)
+    for cell in nb.cells:  # a learner's copy of the source: markers gone, answers in place
+        cell.source = "\n".join(l for l in cell.source.splitlines() if "### " not in l)
+    nbformat.write(nb, submission)
+    report = grade(submission, feedback_dir=tmp_path)
+    assert (report.score, report.max_score, report.passed) == (16, 16, True)
+    assert Path(report.feedback_html).exists()
+
+
+def _partial(tmp_path, answered: set) -> Path:
+    """The release with the reference answers of the ``answered`` solution cells filled in."""
+    source, release = _cells(nbformat.read(SOURCE, as_version=4)), nbformat.read(RELEASE, as_version=4)
+    for cell in release.cells:
+        gid = _meta(cell).get("grade_id")
+        if _meta(cell).get("solution") and gid in answered:
+            cell.source = "\n".join(l for l in source[gid].source.splitlines() if "### " not in l)
+    path = tmp_path / f"{LAB}.ipynb"
+    nbformat.write(release, path)
+    return path
+
+
+ALL_ANSWERS = {"lab_instrument", "lab_balance", "lab_dominant", "lab_correlate", "lab_decide", "lab_act",
+               "lab_price", "lab_revalidate"}
+
+
+@pytest.mark.parametrize("left_out,points,passed", [
+    (set(ALL_ANSWERS), 0, False),  # the release as handed out
+    ({"lab_dominant"}, 13, True),  # 16 - 3 = 13 of 16: 81.25%
+    ({"lab_dominant", "lab_correlate"}, 12, False),  # 16 - 3 - 1 = 12 of 16: 75%
+])
+def test_partial_answers_score_their_points(tmp_path, left_out, points, passed):
+    report = grade(_partial(tmp_path, ALL_ANSWERS - left_out), feedback_dir=tmp_path)
+    assert report.max_score == 16
+    assert report.score == points and report.passed is passed
+    assert {f["cell"] for f in report.failed} == set().union(*(_tests_of(gid) for gid in left_out))
+
+
+def _tests_of(answer_gid: str) -> set:
+    """The graded cells that follow an answer cell, up to the next answer cell."""
+    tests, current = {}, None
+    for cell in nbformat.read(SOURCE, as_version=4).cells:
+        if _meta(cell).get("solution"):
+            current = _meta(cell)["grade_id"]
+        elif _meta(cell).get("grade") and current:
+            tests.setdefault(current, set()).add(_meta(cell)["grade_id"])
+    return tests[answer_gid]
+
+
+def test_cli_grade_exit_codes(tmp_path):
+    script = Path(sys.executable).with_name("gpucost-lab")
+    failing = subprocess.run([str(script), "grade", str(_partial(tmp_path, set())), "--json"],
+                             capture_output=True, text=True, timeout=600)
+    assert failing.returncode == 1
+    assert json.loads(failing.stdout)["passed"] is False
