@@ -218,6 +218,31 @@ def latency_percentiles(latencies_s: Iterable[float]) -> dict:
             "count": int(values.size)}
 
 
+def latencies_under_load(handler: Callable[[], object], requests: int, concurrency: int, *,
+                         clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Serve ``requests`` calls of ``handler`` arriving together, ``concurrency`` at a time; return each latency.
+
+    A latency runs from the burst's arrival to that call's completion, so time spent queued behind
+    busy workers counts, as a user waiting on a loaded server sees it. Feed the result to
+    :func:`latency_percentiles`.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    if not isinstance(requests, int) or isinstance(requests, bool) or requests < 1:
+        raise ValueError(f"requests must be an integer >= 1, got {requests!r}")
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
+        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+
+    def served(arrival_s: float) -> float:
+        handler()
+        return clock() - arrival_s
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        arrival_s = clock()
+        futures = [pool.submit(served, arrival_s) for _ in range(requests)]
+        return [f.result() for f in futures]
+
+
 class MemorySampler:
     """Allocated device memory at labelled points: ``sample(label)`` records ``(label, time_s, allocated_bytes)``
     from ``torch.cuda.memory_allocated`` (what live tensors hold, not what the caching allocator reserved).

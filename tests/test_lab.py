@@ -116,3 +116,34 @@ def test_cli_grade_exit_codes(tmp_path):
                              capture_output=True, text=True, timeout=600)
     assert failing.returncode == 1
     assert json.loads(failing.stdout)["passed"] is False
+
+
+def test_instructor_workflow_from_the_readme(tmp_path):
+    """generate_assignment, autograde, generate_feedback and export, as the README lists them, on a copy of the course."""
+    import csv
+    import os
+
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "solutions", course / "solutions")
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    bin_dir = Path(sys.executable).parent
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")  # as after `. .venv/bin/activate`
+
+    def nbgrader(*args):
+        proc = subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=course, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+
+    nbgrader("generate_assignment", LAB, "--force")
+    for student, answered in [("alice", ALL_ANSWERS), ("bob", set())]:
+        target = course / "submitted" / student / LAB
+        target.mkdir(parents=True)
+        shutil.copy(_partial(tmp_path, answered), target / f"{LAB}.ipynb")
+    nbgrader("autograde", LAB)
+    nbgrader("generate_feedback", LAB)
+    nbgrader("export", "--to", "grades.csv")
+    assert (course / "feedback" / "alice" / LAB / f"{LAB}.html").exists()
+    with open(course / "grades.csv", newline="") as fh:
+        rows = {r["student_id"]: r for r in csv.DictReader(fh)}
+    assert {s: (float(r["score"]), float(r["max_score"]), r["passed"]) for s, r in rows.items()} == {
+        "alice": (16, 16, "True"), "bob": (0, 16, "False")}
