@@ -1,0 +1,309 @@
+"""Release the result (chapter 06): the release report, in Markdown or self-contained HTML.
+
+A report states everything its numbers depend on (hardware, software, shapes, precision, seed, how
+throughput was measured, the assumed price per accelerator-hour), the per-run results with their 95%
+intervals, the quality parity, and the gate's decision with every check's outcome and the fallback.
+
+Both formats are built from the same rows, so a value reads the same in each; one format per quantity:
+
+- a quantity with an interval: 4 significant digits for the mean, its bounds to the same decimals
+  (``"10,000 samples/s (95% CI 7,516 to 12,484)"``), and baseline and candidate in one row to the same
+  decimals (``"1.0000"`` beside ``"0.8000"``); values below 0.001 or from 10^9 up in scientific
+  notation, 4 significant digits each (``"1.100e-07 USD (95% CI 8.516e-08 to 1.348e-07)"``);
+- memory: decimal units and the exact bytes (``"25.1 GB (25,100,000,000 bytes)"``);
+- money is written ``USD``, never ``$`` (Jupyter reads ``$...$`` as mathematics).
+
+Markdown escapes what would otherwise be read as markup (a model named ``<script>`` stays text);
+HTML escapes every value and loads nothing from outside the file.
+"""
+from __future__ import annotations
+
+import html
+import math
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from ._validate import integer_at_least, positive
+from .contract import BenchmarkContract
+from .release import Decision, atomic_write_text, format_bytes, format_ratio
+from .stats import Estimate
+
+REPORT_SUFFIXES = (".md", ".html", ".htm")
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One configuration's measured results, as the report shows them."""
+
+    name: str  # the release name, as the decision names it
+    samples_per_s: Estimate  # throughput, one value per repeat
+    cost_per_sample_usd: Estimate  # cost of one sample, one value per repeat
+    peak_memory_bytes: int  # peak device memory of a training step
+    steps_to_target: float  # training steps to reach the quality target
+    cost_to_target_usd: Estimate  # cost to reach the quality target, one value per repeat
+    parity: str  # the quality-parity summary, e.g. "reference" or "passed: accuracy 0.912 vs 0.915"
+
+    def __post_init__(self) -> None:
+        _text("name", self.name)
+        for name in ("samples_per_s", "cost_per_sample_usd", "cost_to_target_usd"):
+            if not isinstance(getattr(self, name), Estimate):
+                raise ValueError(f"{name} must be an Estimate, got {type(getattr(self, name)).__name__}")
+        object.__setattr__(self, "peak_memory_bytes", integer_at_least("peak_memory_bytes", self.peak_memory_bytes, 0))
+        object.__setattr__(self, "steps_to_target", positive("steps_to_target", self.steps_to_target))
+        _text("parity", self.parity)
+
+
+@dataclass(frozen=True)
+class ReportData:
+    """Everything a release report states."""
+
+    title: str  # the report's heading
+    contract: BenchmarkContract  # the baseline's contract: hardware, software, shapes, precision, seed
+    throughput_method: str  # e.g. "synchronized timing, 5 repeats x 20 steps, Student-t 95% CI"
+    price_per_hour_usd: float  # the assumed price of one accelerator-hour
+    baseline: RunRow  # the configuration compared against
+    candidate: RunRow  # the configuration under test
+    decision: Decision  # the gate's decision on this candidate against this baseline
+    candidate_contract: BenchmarkContract | None = None  # the candidate's, when it changed allowed fields
+    quality_target: str | None = None  # e.g. "validation accuracy >= 0.90"
+
+    def __post_init__(self) -> None:
+        _text("title", self.title)
+        _text("throughput_method", self.throughput_method)
+        positive("price_per_hour_usd", self.price_per_hour_usd)
+        for name in ("contract", "candidate_contract"):
+            value = getattr(self, name)
+            if not isinstance(value, BenchmarkContract) and not (name == "candidate_contract" and value is None):
+                raise ValueError(f"{name} must be a BenchmarkContract, got {type(value).__name__}")
+        if self.contract.counted_unit != "samples":
+            raise ValueError(f"contract.counted_unit must be 'samples' for a report in samples, "
+                             f"got {self.contract.counted_unit!r}")
+        for name in ("baseline", "candidate"):
+            if not isinstance(getattr(self, name), RunRow):
+                raise ValueError(f"{name} must be a RunRow, got {type(getattr(self, name)).__name__}")
+        if not isinstance(self.decision, Decision):
+            raise ValueError(f"decision must be a Decision, got {type(self.decision).__name__}")
+        if (self.decision.baseline, self.decision.candidate) != (self.baseline.name, self.candidate.name):
+            raise ValueError(f"decision must be about baseline {self.baseline.name!r} and candidate "
+                             f"{self.candidate.name!r}, got {self.decision.baseline!r} and {self.decision.candidate!r}")
+        if self.quality_target is not None:
+            _text("quality_target", self.quality_target)
+
+
+def _text(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------------------------------
+# one format per quantity
+
+
+def _fixed(x: float) -> bool:
+    return x == 0 or 1e-3 <= abs(x) < 1e9
+
+
+def _decimals(x: float) -> int:
+    """Decimals that give 4 significant digits in fixed notation."""
+    return 3 if x == 0 else max(0, 3 - math.floor(math.log10(abs(x))))
+
+
+def format_number(x: float) -> str:
+    """4 significant digits: ``12345.6`` -> ``"12,346"``, ``0.01234`` -> ``"0.01234"``,
+    ``1.1e-7`` -> ``"1.100e-07"``."""
+    return f"{x:,.{_decimals(x)}f}" if _fixed(x) else f"{x:.3e}"
+
+
+def format_estimates(estimates: Sequence[Estimate], unit: str = "") -> list[str]:
+    """Means and 95% intervals in one shared format, so a row's values line up: 4 significant digits
+    for the smallest mean, and every mean and bound to the same decimals (or all in scientific notation)."""
+    means = [e.mean for e in estimates]
+    if all(_fixed(m) for m in means):
+        d = max(_decimals(m) for m in means)
+        number = lambda v: f"{v:,.{d}f}"  # noqa: E731
+    else:
+        number = lambda v: f"{v:.3e}"  # noqa: E731
+    unit = f" {unit}" if unit else ""
+    return [f"{number(e.mean)}{unit} (95% CI {number(e.ci95_low)} to {number(e.ci95_high)})" for e in estimates]
+
+
+def format_estimate(estimate: Estimate, unit: str = "") -> str:
+    """Mean and 95% interval: the bounds take the mean's decimals."""
+    return format_estimates([estimate], unit)[0]
+
+
+def format_memory(n_bytes: int) -> str:
+    """``"25.1 GB (25,100,000,000 bytes)"``."""
+    return f"{format_bytes(n_bytes)} ({n_bytes:,} bytes)"
+
+
+def format_steps(steps: float) -> str:
+    return f"{steps:,.0f}" if float(steps).is_integer() else format_number(steps)
+
+
+# --------------------------------------------------------------------------------------------------
+# the rows both formats render
+
+
+@dataclass(frozen=True)
+class _Table:
+    heading: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+
+def _headline(data: ReportData) -> str:
+    d = data.decision
+    if d.promoted:
+        return f"Decision: promote {d.candidate}; {d.to} is now in production."
+    return f"Decision: fall back to {d.to}; {d.candidate} is not released."
+
+
+def _tables(data: ReportData) -> list[_Table]:
+    d, c = data.decision, data.contract
+    if d.cost_ratio is None:
+        ratio = "not compared: the contracts differ"
+    else:
+        low, high = d.cost_ratio_ci95
+        ratio = f"{format_ratio(d.cost_ratio)} (95% CI {format_ratio(low)} to {format_ratio(high)})"
+    decision = _Table("Decision", ("item", "value"), (
+        ("action", d.action),
+        ("in production now", d.to),
+        ("candidate", d.candidate),
+        ("baseline", d.baseline),
+        ("fallback when the candidate is unsafe", d.fallback),
+        ("cost to target, candidate / baseline", ratio),
+    ))
+    checks = _Table("Checks", ("check", "result", "reason"),
+                    tuple((name, "passed" if d.checks[name] else "FAILED", reason)
+                          for name, reason in zip(d.checks, d.reasons)))
+    shapes = ", ".join(" x ".join(str(n) for n in s) for s in c.input_shapes) or "none"
+    rows = [
+        ("hardware", "CPU", c.cpu_model),
+        ("hardware", "CPU cores", str(c.cpu_cores)),
+        ("hardware", "GPU", c.gpu_name or "none (CPU only)"),
+        ("hardware", "GPU memory", "none" if c.gpu_memory_bytes is None else format_memory(c.gpu_memory_bytes)),
+        ("software", "Python", c.python_version),
+        ("software", "torch", c.torch_version),
+        ("software", "CUDA", c.cuda_version or "none (CPU build)"),
+        ("software", "threads", str(c.threads)),
+        ("workload", "device", c.device),
+        ("workload", "model", c.model_name),
+        ("workload", "parameters", f"{c.parameter_count:,}"),
+        ("workload", "input shapes", shapes),
+        ("workload", "precision", c.dtype),
+        ("workload", "seed", str(c.seed)),
+        ("workload", "warm-up steps", str(c.warmup_steps)),
+        ("workload", "measured steps per repeat", str(c.measured_steps)),
+        ("workload", "repeats", str(c.repeats)),
+        ("workload", "synchronization", c.sync_method),
+        ("workload", "counted unit", f"{c.counted_unit}, {c.units_per_step:,} per step"),
+        ("workload", "contract fingerprint", c.fingerprint),
+    ]
+    if data.candidate_contract is not None:
+        changes = c.diff(data.candidate_contract)
+        said = "; ".join(f"{ch.field}: {ch.before!r} -> {ch.after!r}" for ch in changes) or "none"
+        rows.append(("candidate", "changed in the candidate's contract", said))
+    contract = _Table("Benchmark contract", ("group", "field", "value"), tuple(rows))
+    method = [
+        ("throughput method", data.throughput_method),
+        ("price per accelerator-hour", f"{data.price_per_hour_usd:,.2f} USD: an assumption, not a measurement; "
+                                       f"every cost here scales with it"),
+    ]
+    if data.quality_target is not None:
+        method.append(("quality target", data.quality_target))
+    method_table = _Table("Method and assumptions", ("item", "value"), tuple(method))
+    b, k = data.baseline, data.candidate
+    results = _Table("Results", ("measure", f"baseline: {b.name}", f"candidate: {k.name}"), (
+        ("throughput", *format_estimates([b.samples_per_s, k.samples_per_s], "samples/s")),
+        ("cost per sample", *format_estimates([b.cost_per_sample_usd, k.cost_per_sample_usd], "USD")),
+        ("peak memory", format_memory(b.peak_memory_bytes), format_memory(k.peak_memory_bytes)),
+        ("steps to target", format_steps(b.steps_to_target), format_steps(k.steps_to_target)),
+        ("cost to target", *format_estimates([b.cost_to_target_usd, k.cost_to_target_usd], "USD")),
+        ("quality parity", b.parity, k.parity),
+    ))
+    return [decision, checks, contract, method_table, results]
+
+
+# --------------------------------------------------------------------------------------------------
+# Markdown
+
+
+_MD_ALWAYS = re.compile(r"([\\`*_\[\]|~])")
+_MD_TAG = re.compile(r"<(?=[A-Za-z/!?])")  # would open an HTML tag or an autolink
+_MD_ENTITY = re.compile(r"&(?=[A-Za-z#])")  # would start an entity such as &lt;
+
+
+def _md(text: str) -> str:
+    """Escape ``text`` so that Markdown shows it as typed, on one line (safe in a table cell)."""
+    text = " ".join(str(text).split())
+    text = _MD_ALWAYS.sub(r"\\\1", text)
+    text = _MD_TAG.sub(r"\\<", text)
+    return _MD_ENTITY.sub(r"\\&", text)
+
+
+def render_markdown(data: ReportData) -> str:
+    """The report as GitHub-flavoured Markdown."""
+    if not isinstance(data, ReportData):
+        raise ValueError(f"data must be a ReportData, got {type(data).__name__}")
+    lines = [f"# {_md(data.title)}", "", f"**{_md(_headline(data))}**", ""]
+    for table in _tables(data):
+        lines += [f"## {_md(table.heading)}", "",
+                  "| " + " | ".join(_md(h) for h in table.header) + " |",
+                  "|" + "|".join(" --- " for _ in table.header) + "|"]
+        lines += ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in table.rows]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------------------
+# HTML
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; padding: 0 1rem; color: #1a1a1a; }
+table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; }
+th, td { border: 1px solid #bbb; padding: 0.3rem 0.6rem; text-align: left; vertical-align: top; }
+th { background: #f0f0f0; }
+.headline { font-weight: bold; padding: 0.6rem; border-left: 0.4rem solid; }
+.promote { border-color: #2e7d32; background: #e8f5e9; }
+.fallback { border-color: #c62828; background: #ffebee; }
+"""
+
+
+def _h(text: str) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def render_html(data: ReportData) -> str:
+    """The report as one self-contained HTML page: inline style, no scripts, nothing loaded from outside."""
+    if not isinstance(data, ReportData):
+        raise ValueError(f"data must be a ReportData, got {type(data).__name__}")
+    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+             f"<title>{_h(data.title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
+             f"<h1>{_h(data.title)}</h1>",
+             f'<p class="headline {_h(data.decision.action)}">{_h(_headline(data))}</p>']
+    for table in _tables(data):
+        parts += [f"<h2>{_h(table.heading)}</h2>", "<table>", "<thead><tr>"
+                  + "".join(f'<th scope="col">{_h(h)}</th>' for h in table.header) + "</tr></thead>", "<tbody>"]
+        parts += ["<tr>" + "".join(f"<td>{_h(cell)}</td>" for cell in row) + "</tr>" for row in table.rows]
+        parts += ["</tbody>", "</table>"]
+    parts += ["</body>", "</html>", ""]
+    return "\n".join(parts)
+
+
+def write_report(data: ReportData, path: str | os.PathLike) -> Path:
+    """Write the report atomically: Markdown for ``.md``, HTML for ``.html`` or ``.htm``. Returns the path."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in REPORT_SUFFIXES:
+        raise ValueError(f"path must end with one of {', '.join(REPORT_SUFFIXES)}, got {str(path)!r}")
+    text = render_markdown(data) if suffix == ".md" else render_html(data)
+    return atomic_write_text(path, text)
+
+
+__all__ = ["REPORT_SUFFIXES", "ReportData", "RunRow", "format_estimate", "format_estimates", "format_memory",
+           "format_number", "format_steps", "render_html", "render_markdown", "write_report"]
