@@ -4,14 +4,55 @@ Cost per sample means nothing unless the samples buy the same quality. A :class:
 is a synthetic classification problem (Gaussian clusters) that a small MLP learns on a CPU in a
 second or two; :func:`train_to_target` trains until the validation accuracy reaches a stated target
 and reports how many steps (and samples) that took: the *steps to target* that cost is multiplied by.
+
+A :class:`SequenceTask` is the same idea counted in tokens: a seeded second-order Markov source that
+a small GRU learns to predict token by token, so cost is priced per token (``tokens_to_target``).
+Both train in a stated precision (:data:`PRECISIONS`): full fp32, bf16 autocast (CPU or CUDA), or
+fp16 autocast with a gradient scaler (CUDA only); chapter 06 checks the quality parity of the faster
+precision before its lower cost is released (:mod:`gpucost_lab.quality`).
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import asdict, dataclass
+from typing import ClassVar
 
 import torch
 
-from ._validate import fraction, integer_at_least, positive
+from . import device as _device
+from ._validate import fraction, integer_at_least, one_of, positive
+
+# "fp32": no autocast. "bf16-autocast": torch.autocast(bfloat16) around forward and loss, fp32 weights and
+# gradients. "fp16-amp": torch.autocast(float16) plus torch.amp.GradScaler (CUDA only).
+PRECISIONS = ("fp32", "bf16-autocast", "fp16-amp")
+
+
+def check_precision(precision: str, device: str = "cpu") -> str:
+    """Validate ``precision`` for ``device`` (already resolved); fp16 AMP needs CUDA."""
+    one_of("precision", precision, PRECISIONS)
+    if precision == "fp16-amp" and not str(device).startswith("cuda"):
+        raise ValueError(f"precision 'fp16-amp' needs CUDA (device='cuda'), got device={device!r}; "
+                         "on the CPU use 'fp32' or 'bf16-autocast'")
+    return precision
+
+
+def autocast(precision: str, device: str = "cpu") -> contextlib.AbstractContextManager:
+    """The context that runs forward and loss in ``precision`` on ``device`` (a no-op for fp32)."""
+    check_precision(precision, device)
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    device_type = "cuda" if device.startswith("cuda") else "cpu"
+    dtype = torch.bfloat16 if precision == "bf16-autocast" else torch.float16
+    return torch.autocast(device_type=device_type, dtype=dtype)
+
+
+def _loss(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy over every prediction: one per sample, or one per token of a sequence."""
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1))
+
+
+def _repeat_rows(t: torch.Tensor, reps: int) -> torch.Tensor:
+    return t.repeat(reps, *([1] * (t.dim() - 1)))
 
 
 @dataclass(frozen=True)
@@ -24,6 +65,12 @@ class ClassificationTask:
     val_samples: int = 4_096  # held out: the quality metric is measured here
     spread: float = 2.0  # noise standard deviation per feature around unit-Gaussian cluster centres
     seed: int = 0  # data and model initialisation
+
+    metric: ClassVar[str] = "accuracy"  # what the held-out quality number measures
+    counted_unit: ClassVar[str] = "samples"  # the unit cost is priced per
+    default_hidden: ClassVar[int] = 128  # MLP width when none is given
+    default_lr: ClassVar[float] = 0.01  # SGD learning rate when none is given
+    default_target_accuracy: ClassVar[float] = 0.85  # quality target when none is given
 
     def __post_init__(self) -> None:
         integer_at_least("features", self.features, 1)
@@ -41,6 +88,11 @@ class ClassificationTask:
         x = centres[labels] + self.spread * torch.randn(n, self.features, generator=g)
         return x[: self.train_samples], labels[: self.train_samples], x[self.train_samples:], labels[self.train_samples:]
 
+    @property
+    def units_per_sample(self) -> int:
+        """Counted units in one sample: 1 (the unit is the sample)."""
+        return 1
+
     def model(self, hidden: int = 128) -> torch.nn.Module:
         """A two-layer MLP, initialised from the task's seed."""
         torch.manual_seed(self.seed)
@@ -48,10 +100,98 @@ class ClassificationTask:
                                    torch.nn.Linear(hidden, self.classes))
 
 
+class NextTokenGRU(torch.nn.Module):
+    """Embedding, one GRU layer and a linear read-out: logits for the next token at every position."""
+
+    def __init__(self, vocab_size: int, embedding_dim: int, hidden: int):
+        super().__init__()
+        self.embedding = torch.nn.Embedding(vocab_size, embedding_dim)
+        self.gru = torch.nn.GRU(embedding_dim, hidden, batch_first=True)
+        self.head = torch.nn.Linear(hidden, vocab_size)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        hidden, _ = self.gru(self.embedding(tokens))
+        return self.head(hidden)
+
+
+@dataclass(frozen=True)
+class SequenceTask:
+    """Next-token prediction on a seeded second-order Markov source, counted in tokens.
+
+    A rule table (drawn from the seed) names, for every pair of previous tokens, the token that
+    usually follows: with probability ``follow_probability`` the next token is the rule's, otherwise
+    uniformly random over the vocabulary. The first two tokens of a sequence are uniform. The model
+    reads ``seq_len`` tokens and predicts each next one, so one sequence is ``seq_len`` counted tokens.
+    """
+
+    vocab_size: int = 32  # distinct tokens
+    seq_len: int = 32  # tokens the model reads (and predictions it makes) per sequence
+    train_sequences: int = 4_096
+    val_sequences: int = 512  # held out: the quality metric is measured here
+    follow_probability: float = 0.9  # chance that the next token is the rule's rather than uniform noise
+    embedding_dim: int = 32  # token embedding width
+    seed: int = 0  # rule table, data and model initialisation
+
+    metric: ClassVar[str] = "next-token accuracy"
+    counted_unit: ClassVar[str] = "tokens"
+    default_hidden: ClassVar[int] = 64  # GRU width
+    default_lr: ClassVar[float] = 0.5  # SGD learning rate
+    default_target_accuracy: ClassVar[float] = 0.83  # below the ceiling of 0.876 for the default task
+
+    def __post_init__(self) -> None:
+        integer_at_least("vocab_size", self.vocab_size, 2)
+        integer_at_least("seq_len", self.seq_len, 2)
+        integer_at_least("train_sequences", self.train_sequences, 1)
+        integer_at_least("val_sequences", self.val_sequences, 1)
+        fraction("follow_probability", self.follow_probability, include_zero=True, include_one=True)
+        integer_at_least("embedding_dim", self.embedding_dim, 1)
+
+    @property
+    def units_per_sample(self) -> int:
+        """Counted tokens in one sequence: ``seq_len`` (one prediction per token read)."""
+        return self.seq_len
+
+    @property
+    def ceiling_accuracy(self) -> float:
+        """The best expected next-token accuracy any model can reach (the Bayes rate).
+
+        The first prediction (the second token, uniform) is right with probability 1 / V; each of the
+        other ``seq_len - 1`` with p + (1 - p) / V, by predicting the rule's token.
+        """
+        v, p, n = self.vocab_size, self.follow_probability, self.seq_len
+        return (1 / v + (n - 1) * (p + (1 - p) / v)) / n
+
+    def rule(self) -> torch.Tensor:
+        """``rule[a, b]``: the token that usually follows the pair ``a, b``."""
+        g = torch.Generator().manual_seed(self.seed)
+        return torch.randint(0, self.vocab_size, (self.vocab_size, self.vocab_size), generator=g)
+
+    def data(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(x_train, y_train, x_val, y_val)`` of shape (sequences, seq_len): ``y`` is ``x`` shifted by one."""
+        g = torch.Generator().manual_seed(self.seed)
+        v = self.vocab_size
+        rule = torch.randint(0, v, (v, v), generator=g)  # the same draw as rule()
+        n = self.train_sequences + self.val_sequences
+        tokens = torch.empty(n, self.seq_len + 1, dtype=torch.long)
+        tokens[:, :2] = torch.randint(0, v, (n, 2), generator=g)
+        for t in range(2, self.seq_len + 1):
+            follows = torch.rand(n, generator=g) < self.follow_probability
+            noise = torch.randint(0, v, (n,), generator=g)
+            tokens[:, t] = torch.where(follows, rule[tokens[:, t - 2], tokens[:, t - 1]], noise)
+        x, y = tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
+        k = self.train_sequences
+        return x[:k], y[:k], x[k:], y[k:]
+
+    def model(self, hidden: int = 64) -> torch.nn.Module:
+        """A :class:`NextTokenGRU`, initialised from the task's seed."""
+        torch.manual_seed(self.seed)
+        return NextTokenGRU(self.vocab_size, self.embedding_dim, hidden)
+
+
 def accuracy(model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> float:
-    """Share of ``x`` whose arg-max prediction equals ``y``."""
+    """Share of predictions whose arg-max equals ``y``: per sample, or per token for a sequence task."""
     with torch.no_grad():
-        return (model(x).argmax(dim=1) == y).float().mean().item()
+        return (model(x).argmax(dim=-1) == y).float().mean().item()
 
 
 @dataclass(frozen=True)
@@ -66,62 +206,117 @@ class TrainResult:
     batch_size: int
     lr: float
     history: tuple[tuple[int, float], ...]  # (step, validation accuracy) at every evaluation
+    precision: str = "fp32"  # one of PRECISIONS: how forward and loss ran
+    device: str = "cpu"  # where it trained
+    metric: str = "accuracy"  # what final_val_accuracy measures ("accuracy", "next-token accuracy")
+    counted_unit: str = "samples"  # the unit cost is priced per: "samples" or "tokens"
+    tokens_to_target: int | None = None  # steps x batch x sequence length, for a sequence task; else None
+    max_steps: int | None = None  # the step budget: a run that missed the target stopped there
+
+    @property
+    def units_to_target(self) -> int | None:
+        """Counted units to the target: tokens for a sequence task, samples otherwise."""
+        return self.tokens_to_target if self.counted_unit == "tokens" else self.samples_to_target
 
     def to_dict(self) -> dict:
         """The summary without the history, for a results table."""
         return {k: v for k, v in asdict(self).items() if k != "history"}
 
 
-def train_to_target(task: ClassificationTask, *, batch_size: int = 64, lr: float = 0.01, target_accuracy: float = 0.85,
-                    max_steps: int = 3000, eval_every: int = 10, hidden: int = 128) -> TrainResult:
+def train_to_target(task: ClassificationTask | SequenceTask, *, batch_size: int = 64, lr: float | None = None,
+                    target_accuracy: float | None = None, max_steps: int = 3000, eval_every: int = 10,
+                    hidden: int | None = None, precision: str = "fp32", device: str = "cpu") -> TrainResult:
     """Train ``task.model(hidden)`` with SGD (momentum 0.9) until validation accuracy >= ``target_accuracy``.
 
-    Deterministic for a given task seed and arguments. Evaluates every ``eval_every`` steps, so
-    steps to target is a multiple of it.
+    ``lr``, ``target_accuracy`` and ``hidden`` default to the task's (0.01, 0.85 and 128 for a
+    :class:`ClassificationTask`). ``precision`` is one of :data:`PRECISIONS`: forward, loss and
+    evaluation run under :func:`autocast`; "fp16-amp" also scales the loss with
+    ``torch.amp.GradScaler`` and needs ``device="cuda"``. Deterministic for a given task seed and
+    arguments on the CPU (on CUDA, up to the GPU kernels' own determinism). Evaluates every
+    ``eval_every`` steps, so steps to target is a multiple of it.
     """
     integer_at_least("batch_size", batch_size, 1)
+    lr = task.default_lr if lr is None else lr
     positive("lr", lr)
+    target_accuracy = task.default_target_accuracy if target_accuracy is None else target_accuracy
     fraction("target_accuracy", target_accuracy, include_zero=False, include_one=True)
     integer_at_least("max_steps", max_steps, 1)
     integer_at_least("eval_every", eval_every, 1)
-    x, y, x_val, y_val = task.data()
-    model = task.model(hidden)
+    hidden = integer_at_least("hidden", task.default_hidden if hidden is None else hidden, 1)
+    device = _device.resolve_device(device)
+    check_precision(precision, device)
+    x, y, x_val, y_val = (t.to(device) for t in task.data())
+    model = task.model(hidden).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    scaler = torch.amp.GradScaler("cuda") if precision == "fp16-amp" else None
     g = torch.Generator().manual_seed(task.seed + 1)
     order, cursor, history, val = torch.randperm(len(x), generator=g), 0, [], 0.0
+
+    def result(reached: bool, step: int | None) -> TrainResult:
+        samples = None if step is None else step * batch_size
+        tokens = samples * task.units_per_sample if samples is not None and task.counted_unit == "tokens" else None
+        return TrainResult(reached, step, samples, val, target_accuracy, batch_size, lr, tuple(history),
+                           precision=precision, device=device, metric=task.metric, counted_unit=task.counted_unit,
+                           tokens_to_target=tokens, max_steps=max_steps)
+
     for step in range(1, max_steps + 1):
         if cursor + batch_size > len(x):
             order, cursor = torch.randperm(len(x), generator=g), 0
-        idx = order[cursor:cursor + batch_size]
+        idx = order[cursor:cursor + batch_size].to(device)
         cursor += batch_size
-        loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+        with autocast(precision, device):
+            loss = _loss(model(x[idx]), y[idx])
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
+        if scaler is None:
+            loss.backward()
+            optimizer.step()
+        else:
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
         if step % eval_every == 0:
-            val = accuracy(model, x_val, y_val)
+            with autocast(precision, device):
+                val = accuracy(model, x_val, y_val)
             history.append((step, val))
             if val >= target_accuracy:
-                return TrainResult(True, step, step * batch_size, val, target_accuracy, batch_size, lr, tuple(history))
-    return TrainResult(False, None, None, val, target_accuracy, batch_size, lr, tuple(history))
+                return result(True, step)
+    return result(False, None)
 
 
 class TrainingStep:
-    """One optimizer step of ``task.model(hidden)`` on a fixed batch: the unit timed for throughput."""
+    """One optimizer step of ``task.model(hidden)`` on a fixed batch: the unit timed for throughput.
 
-    def __init__(self, task: ClassificationTask, batch_size: int, hidden: int = 128, lr: float = 0.01):
+    ``precision`` and ``device`` as in :func:`train_to_target`; ``units_per_step`` is the batch
+    size in samples, or batch x sequence length in tokens for a :class:`SequenceTask`.
+    """
+
+    def __init__(self, task: ClassificationTask | SequenceTask, batch_size: int, hidden: int | None = None,
+                 lr: float | None = None, precision: str = "fp32", device: str = "cpu"):
         integer_at_least("batch_size", batch_size, 1)
+        self.device = _device.resolve_device(device)
+        self.precision = check_precision(precision, self.device)
         x, y, _, _ = task.data()
         reps = -(-batch_size // len(x))  # a batch larger than the data repeats it
-        self.x, self.y = x.repeat(reps, 1)[:batch_size], y.repeat(reps)[:batch_size]
-        self.model = task.model(hidden)
-        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=lr, momentum=0.9)
+        self.x = _repeat_rows(x, reps)[:batch_size].to(self.device)
+        self.y = _repeat_rows(y, reps)[:batch_size].to(self.device)
+        self.counted_unit = task.counted_unit
+        self.units_per_step = batch_size * task.units_per_sample
+        self.model = task.model(task.default_hidden if hidden is None else hidden).to(self.device)
+        lr = task.default_lr if lr is None else lr
+        self.optimizer = torch.optim.SGD(self.model.parameters(), lr=positive("lr", lr), momentum=0.9)
+        self.scaler = torch.amp.GradScaler("cuda") if precision == "fp16-amp" else None
 
     def __call__(self) -> None:
-        loss = torch.nn.functional.cross_entropy(self.model(self.x), self.y)
+        with autocast(self.precision, self.device):
+            loss = _loss(self.model(self.x), self.y)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        self.optimizer.step()
+        if self.scaler is None:
+            loss.backward()
+            self.optimizer.step()
+        else:
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
 
 
 def train_with_phases(task: ClassificationTask, timer, *, steps: int = 60, batch_size: int = 64, lr: float = 0.01,
