@@ -19,6 +19,7 @@ from . import cost, profile_to_cost, simulate, timeline  # noqa: E402  (after th
 from . import grading  # noqa: E402
 from .device import DEVICE_CHOICES  # noqa: E402
 from .memory import MemoryLedger  # noqa: E402
+from .plan import CANDIDATES  # noqa: E402
 from .simulate import SCENARIOS, SimConfig  # noqa: E402
 
 EXIT_USAGE = 2
@@ -70,7 +71,15 @@ def _build_parser() -> argparse.ArgumentParser:
             sim.add_argument(flag, type=float if field.type in ("float", float) else
                              (str if name == "gpu" else int), default=None)
 
-    for p in (ledger, predict, ptc, analyze, sim):
+    plan = sub.add_parser("plan", help="the optimization plan on the built-in workload: profile, parity, memory, "
+                                       "cost to target, release decision")
+    plan.add_argument("--candidate", default="batch128-lr-scaled", help=f"one of {', '.join(CANDIDATES)}")
+    plan.add_argument("--price-per-hour", type=float, default=cost.DEFAULT_PRICE_PER_HOUR_USD)
+    plan.add_argument("--repeats", type=int, default=5)
+    plan.add_argument("--registry", help="a release registry (JSON) to record the decision in and fall back to")
+    plan.add_argument("--report", help="write the throughput/cost report here (.md or .html)")
+
+    for p in (ledger, predict, ptc, analyze, sim, plan):
         p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_grading_parsers(sub)
     return parser
@@ -146,7 +155,7 @@ _FLAGS = {"microbatch": "--microbatch", "static_gb": "--static-gb", "activation_
           "throughput_gain": "--throughput-gain", "steps_change": "--steps-change",
           "price_per_hour_usd": "--price-per-hour", "baseline_hours": "--baseline-hours",
           "window_hours": "--window-hours", "repeats": "--repeats", "device": "--device", "top": "--top",
-          "scenario": "--scenario", **{name: "--" + name.replace("_", "-") for name in SimConfig.__dataclass_fields__}}
+          "scenario": "--scenario", "candidate": "--candidate", "registry": "--registry", "report": "--report", **{name: "--" + name.replace("_", "-") for name in SimConfig.__dataclass_fields__}}
 
 def _analyze(args: argparse.Namespace) -> tuple[dict, str]:
     out = timeline.analyze(args.trace, top=args.top)
@@ -203,8 +212,30 @@ _FLAGS.update({"student": "--student", "assignment": "--assignment", "source_roo
 _EXIT_STATUS = {"grade": lambda out: 0 if out["passed"] else 1,
                 "self-check": lambda out: 0 if out["reaches_pass_mark"] else 1}
 
+def _plan(args: argparse.Namespace) -> tuple[dict, str]:
+    from .plan import run_plan
+    from .release import Registry
+    from .report import write_report
+
+    registry = Registry(args.registry) if args.registry else None
+    result = run_plan(args.candidate, price_per_hour_usd=args.price_per_hour, repeats=args.repeats, registry=registry)
+    out = result.to_dict()
+    if args.report:
+        out["report"] = str(write_report(result.report_data(), args.report))
+    d, c = out["decision"], out["cost_to_target"]
+    lines = [f"{d['action'].upper()}: {out['candidate']['name']} against {out['baseline']['name']} -> "
+             f"production runs {d['to']}"]
+    if c["ratio"] is not None:
+        lines.append(f"cost to target {c['ratio']:.3f}x baseline (95% CI {c['ratio_ci95'][0]:.3f} to "
+                     f"{c['ratio_ci95'][1]:.3f}) at an assumed ${out['price_per_hour_usd']:.2f}/h")
+    lines += [f"  {reason}" for reason in d["reasons"]]
+    if args.report:
+        lines.append(f"report: {out['report']}")
+    return out, "\n".join(lines)
+
+
 _COMMANDS = {"ledger": _ledger, "predict": _predict, "profile-to-cost": _profile_to_cost, "analyze": _analyze,
-             "simulate": _simulate, "grade": _grade, "self-check": _self_check}
+             "simulate": _simulate, "plan": _plan, "grade": _grade, "self-check": _self_check}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

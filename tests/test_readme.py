@@ -41,6 +41,15 @@ def test_every_cli_json_key_is_in_the_readme(capsys, argv):
     assert set(keys_of(out)) - DOCUMENTED == set()
 
 
+def test_plan_keys_are_in_the_readme(capsys, tmp_path):
+    assert main(["plan", "--candidate", "tiny-model", "--repeats", "2", "--report", str(tmp_path / "r.md"),
+                 "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    top_ops = [op for side in ("baseline", "candidate") for op in out[side].pop("top_ops")]
+    assert set(keys_of(out)) - DOCUMENTED == set()
+    assert set(keys_of(top_ops)) - DOCUMENTED == set()
+
+
 def test_simulate_keys_are_in_the_readme(capsys, tmp_path):
     assert main(["simulate", "--steps", "2", "-o", str(tmp_path / "t.json"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
