@@ -45,6 +45,15 @@ def check_number(question: str, answer: object, expected: float, *, rel_tol: flo
     print(f"✓ {question}")
 
 
+def check_equal(question: str, answer: object, expected: object) -> None:
+    """Pass when ``answer`` equals ``expected``, a value the notebook computed (case and spacing ignored for text)."""
+    _require_answer(question, answer)
+    same = (_normalise(answer) == _normalise(expected)) if isinstance(expected, str) else answer == expected
+    if not same:
+        raise AssertionError(f"{question}: {answer!r} is not it; look again at the table above")
+    print(f"✓ {question}")
+
+
 def check_choice(question_id: str, answer: object) -> None:
     """Pass when ``answer`` (case and spacing ignored) is the keyed answer to ``question_id``."""
     _require_answer(question_id, answer)

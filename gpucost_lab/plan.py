@@ -62,6 +62,7 @@ class RunPlan:
     final_accuracy: float
     peak_memory_bytes: int
     cost_to_target_usd: object  # Estimate
+    training: TrainResult  # the run to the quality target
     top_ops: list = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -118,11 +119,17 @@ class PlanResult:
                           quality_target=f"validation accuracy >= {self.parity.target_accuracy}")
 
 
-def _run(name: str, config: Config, task: ClassificationTask, price_per_hour_usd: float,
-         repeats: int) -> tuple[RunPlan, TrainResult]:
+MEASURED_STEPS = 200  # per repeat: long enough (tens of ms) that one scheduler hiccup cannot dominate a repeat
+
+
+def measure_config(name: str, config: Config, *, task: ClassificationTask | None = None,
+                   price_per_hour_usd: float = cost.DEFAULT_PRICE_PER_HOUR_USD, repeats: int = 5) -> RunPlan:
+    """Measure, profile, train to target and plan the memory of one config of the built-in task."""
+    task = task or ClassificationTask()
     step = TrainingStep(task, config.batch_size, hidden=config.hidden, lr=config.lr, precision=config.precision)
     contract = BenchmarkContract.capture(model=step.model, inputs=[step.x], dtype=_dtype(config), device="cpu",
-                                         warmup_steps=10, measured_steps=50, repeats=repeats, seed=task.seed,
+                                         warmup_steps=10, measured_steps=MEASURED_STEPS, repeats=repeats,
+                                         seed=task.seed,
                                          model_name=f"MLP(32-{config.hidden}-8)")
     measurement = measure(step, contract)
     prof = profile_window(step, wait=1, warmup=1, active=3, profile_memory=False)
@@ -134,8 +141,8 @@ def _run(name: str, config: Config, task: ClassificationTask, price_per_hour_usd
                                   optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=config.lr, momentum=0.9))
     peak = memory.static_bytes + int(memory.activation_bytes_per_sample * config.batch_size)
     to_target = cost.measured_cost_to_target(measurement, steps, price_per_hour_usd)
-    return RunPlan(name, config, measurement, steps, result.reached, result.final_val_accuracy, peak, to_target, ops), \
-        result
+    return RunPlan(name, config, measurement, steps, result.reached, result.final_val_accuracy, peak, to_target,
+                   result, ops)
 
 
 def _dtype(config: Config) -> str:
@@ -143,15 +150,18 @@ def _dtype(config: Config) -> str:
 
 
 def run_plan(candidate: str = "batch128-lr-scaled", *, price_per_hour_usd: float = cost.DEFAULT_PRICE_PER_HOUR_USD,
-             repeats: int = 5, registry: Registry | None = None, seed: int = 0) -> PlanResult:
-    """Profile, check parity, plan memory, price to target and decide, for one named candidate."""
+             repeats: int = 5, registry: Registry | None = None, baseline: RunPlan | None = None) -> PlanResult:
+    """Profile, check parity, plan memory, price to target and decide, for one named candidate.
+
+    Pass ``baseline`` (from :func:`measure_config` with ``BASELINE``) to judge several candidates
+    against one baseline measurement; it must have been priced at the same price.
+    """
     if candidate not in CANDIDATES:
         raise ValueError(f"candidate must be one of {', '.join(map(repr, CANDIDATES))}, got {candidate!r}")
     cost.cost_per_second_usd(price_per_hour_usd)  # validate the price before spending time
-    task = ClassificationTask(seed=seed)
-    base, base_result = _run(BASELINE_NAME, BASELINE, task, price_per_hour_usd, repeats)
-    cand, cand_result = _run(candidate, CANDIDATES[candidate], task, price_per_hour_usd, repeats)
-    parity = check_parity(base_result, cand_result)
+    base = baseline or measure_config(BASELINE_NAME, BASELINE, price_per_hour_usd=price_per_hour_usd, repeats=repeats)
+    cand = measure_config(candidate, CANDIDATES[candidate], price_per_hour_usd=price_per_hour_usd, repeats=repeats)
+    parity = check_parity(base.training, cand.training)
     budget_bytes = int(MemoryLedger(static_gb=0, activation_gb_per_sample=1, device_gb=DEVICE_GB,
                                     reserve_fraction=RESERVE_FRACTION).budget_gb * 1e9)
 

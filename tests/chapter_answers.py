@@ -40,4 +40,12 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch05_q5_answer": 'profile_valid_forever = "false"',
         "ch05_q6_answer": "dollars_saved_per_run = saved_usd",
     },
+    "06_release_the_result.ipynb": {
+        "ch06_q1_answer": 'promoted_count = sum(p.decision.action == "promote" for p in plans.values())',
+        "ch06_q2_answer": 'tiny_model_failed_check = "parity"',
+        "ch06_q3_answer": 'batch128_ratio_upper = plans["batch128-lr-scaled"].decision.cost_ratio_ci95[1]',
+        "ch06_q4_answer": "in_production = registry.current()",
+        "ch06_q5_answer": 'leaking_loop = "a"',
+        "ch06_q6_answer": 'faster_step_always_cheaper = "false"',
+    },
 }

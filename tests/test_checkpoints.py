@@ -42,3 +42,15 @@ def test_unknown_question_and_missing_answer():
         check_choice("no-such-question", "x")
     with pytest.raises(AssertionError, match="not answered"):
         check_choice("no-such-question", None)
+
+
+def test_check_equal_compares_with_a_computed_value(capsys):
+    from gpucost_lab.checkpoints import check_equal
+
+    check_equal("who runs", " Batch128-LR-scaled ", "batch128-lr-scaled")
+    assert "✓ who runs" in capsys.readouterr().out
+    check_equal("count", 2, 2)
+    with pytest.raises(AssertionError, match="not it"):
+        check_equal("who runs", "fp32-baseline", "batch128-lr-scaled")
+    with pytest.raises(AssertionError, match="not answered"):
+        check_equal("who runs", None, "x")
