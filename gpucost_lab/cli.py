@@ -90,8 +90,8 @@ def _add_grading_parsers(sub) -> None:
                                          f"({grading.PASS_MARK_PERCENT}%%), 1 when not")
     grade.add_argument("notebook", help="the submitted .ipynb")
     grade.add_argument("--student", default="student", help="the learner's id (default: student)")
-    grade.add_argument("--assignment", default=grading.DEFAULT_ASSIGNMENT,
-                       help=f"the lab (default: {grading.DEFAULT_ASSIGNMENT})")
+    grade.add_argument("--assignment", default=None,
+                       help="the lab (default: the one whose cells the notebook carries)")
     grade.add_argument("--source-root", default=None,
                        help="the nbgrader source folder holding ASSIGNMENT/ (default: the repository's solutions/)")
     grade.add_argument("--feedback-dir", default=None, help="where to keep the feedback HTML (default: beside NOTEBOOK)")

@@ -219,8 +219,28 @@ def _grade_ids(nb) -> list[str]:
 
 
 def default_source_root() -> Path:
-    """The repository's ``solutions/`` folder, found from this package's location (an editable install)."""
-    return Path(__file__).resolve().parent.parent / "solutions"
+    """The course's ``solutions/`` folder: ``$GPUCOST_LAB_SOURCE_ROOT`` if set, else the repository this package
+    was installed from (an editable install), else the nearest folder above the working directory that holds
+    ``nbgrader_config.py`` and ``solutions/`` (a non-editable install run from inside the course)."""
+    if os.environ.get("GPUCOST_LAB_SOURCE_ROOT"):
+        return Path(os.environ["GPUCOST_LAB_SOURCE_ROOT"])
+    beside_package = Path(__file__).resolve().parent.parent
+    for folder in (beside_package, *(p for p in (Path.cwd(), *Path.cwd().parents))):
+        if (folder / "nbgrader_config.py").is_file() and (folder / "solutions").is_dir():
+            return folder / "solutions"
+    return beside_package / "solutions"  # reported as missing by the caller, with how to pass it
+
+
+def detect_assignment(source_root: Path, submission_nb) -> str | None:
+    """The assignment folder under ``source_root`` whose notebooks share the most grade ids with the submission."""
+    submitted = set(_grade_ids(submission_nb))
+    best, best_overlap = None, 0
+    for folder in sorted(p for p in source_root.iterdir() if p.is_dir()):
+        for notebook in folder.glob("*.ipynb"):
+            overlap = len(submitted & set(_grade_ids(_read_notebook(notebook, "source notebook"))))
+            if overlap > best_overlap:
+                best, best_overlap = folder.name, overlap
+    return best
 
 
 def _source_notebook(source_root: Path, assignment: str, submission_nb, submission: Path) -> Path:
@@ -403,13 +423,13 @@ def _root_cause(result: dict) -> str:
     return causes[-1] if causes else _one_line(result.get("error") or result.get("log") or "unknown error")
 
 
-def grade(notebook_path: str | os.PathLike, student: str = "student", assignment: str = DEFAULT_ASSIGNMENT,
+def grade(notebook_path: str | os.PathLike, student: str = "student", assignment: str | None = None,
           timeout_s: int = DEFAULT_TIMEOUT_S, *, source_root: str | os.PathLike | None = None,
           feedback_dir: str | os.PathLike | None = None, course_dir: str | os.PathLike | None = None) -> GradeReport:
     """Autograde one submitted notebook with nbgrader and report its score against the pass mark.
 
-    ``source_root`` is an nbgrader source directory holding ``<assignment>/<notebook>.ipynb`` (default: the
-    repository's ``solutions/``). The generated feedback is copied to ``feedback_dir`` (default: beside the
+    ``source_root`` is an nbgrader source directory holding ``<assignment>/<notebook>.ipynb`` (default:
+    :func:`default_source_root`); ``assignment`` defaults to the one whose cells the submission carries. The generated feedback is copied to ``feedback_dir`` (default: beside the
     submission) as ``<notebook stem>_feedback.html``. The course is built in a temporary directory and removed,
     unless ``course_dir`` names an empty or new directory to build it in and keep (to inspect the gradebook).
     Raises ``ValueError`` naming the file and the problem for unusable input.
@@ -422,13 +442,15 @@ def grade(notebook_path: str | os.PathLike, student: str = "student", assignment
     submission = Path(notebook_path)
     student = _check_student(student)
     timeout_s = _check_timeout(timeout_s)
-    if not isinstance(assignment, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", assignment):
-        raise ValueError(f"assignment must be a folder name of letters, digits, '_', '.' or '-', got {assignment!r}")
     nb = _read_notebook(submission)
     root = Path(source_root) if source_root is not None else default_source_root()
     if not root.is_dir():
         raise ValueError(f"source_root {root} is not a directory (give the nbgrader source folder, such as the "
                          f"repository's solutions/)")
+    if assignment is None:
+        assignment = detect_assignment(root, nb) or DEFAULT_ASSIGNMENT
+    if not isinstance(assignment, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", assignment):
+        raise ValueError(f"assignment must be a folder name of letters, digits, '_', '.' or '-', got {assignment!r}")
     source_nb_path = _source_notebook(root, assignment, nb, submission)
 
     with contextlib.ExitStack() as stack:

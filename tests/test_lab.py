@@ -147,3 +147,25 @@ def test_instructor_workflow_from_the_readme(tmp_path):
         rows = {r["student_id"]: r for r in csv.DictReader(fh)}
     assert {s: (float(r["score"]), float(r["max_score"]), r["passed"]) for s, r in rows.items()} == {
         "alice": (16, 16, "True"), "bob": (0, 16, "False")}
+
+
+def test_source_root_is_found_from_the_course_folder_when_installed_elsewhere(tmp_path, monkeypatch):
+    from gpucost_lab import grading
+
+    course = tmp_path / "course"
+    shutil.copytree(ROOT / "solutions", course / "solutions")
+    shutil.copy(ROOT / "nbgrader_config.py", course)
+    (course / "labs").mkdir()
+    monkeypatch.setattr(grading, "__file__", str(tmp_path / "site-packages" / "gpucost_lab" / "grading.py"))
+    monkeypatch.delenv("GPUCOST_LAB_SOURCE_ROOT", raising=False)
+    monkeypatch.chdir(course / "labs")
+    assert grading.default_source_root() == course / "solutions"
+    monkeypatch.setenv("GPUCOST_LAB_SOURCE_ROOT", str(ROOT / "solutions"))
+    assert grading.default_source_root() == ROOT / "solutions"
+
+
+def test_the_assignment_is_recognised_from_the_submission():
+    from gpucost_lab.grading import detect_assignment
+
+    assert detect_assignment(ROOT / "solutions", nbformat.read(RELEASE, as_version=4)) == LAB
+    assert detect_assignment(ROOT / "solutions", nbformat.v4.new_notebook()) is None
