@@ -297,8 +297,8 @@ class TrainingStep:
         self.precision = check_precision(precision, self.device)
         x, y, _, _ = task.data()
         reps = -(-batch_size // len(x))  # a batch larger than the data repeats it
-        self.x = _repeat_rows(x, reps)[:batch_size].to(self.device)
-        self.y = _repeat_rows(y, reps)[:batch_size].to(self.device)
+        self.x = _repeat_rows(x, reps)[:batch_size].to(self.device).clone()  # its own storage, not a view of the data
+        self.y = _repeat_rows(y, reps)[:batch_size].to(self.device).clone()
         self.counted_unit = task.counted_unit
         self.units_per_step = batch_size * task.units_per_sample
         self.model = task.model(task.default_hidden if hidden is None else hidden).to(self.device)

@@ -92,3 +92,9 @@ def test_train_with_phases_without_a_checkpoint_path_skips_checkpoints():
     timer = RecordingTimer()
     train_with_phases(ClassificationTask(), timer, steps=10, eval_every=5, checkpoint_every=5)
     assert "checkpoint" not in timer.entered and timer.entered.count("eval") == 2
+
+
+def test_training_step_batch_owns_its_storage():
+    # a view would charge the whole data set to the batch in storage-based memory accounting
+    step = TrainingStep(ClassificationTask(), batch_size=64)
+    assert step.x.untyped_storage().nbytes() == 64 * 32 * 4
