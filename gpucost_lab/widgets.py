@@ -317,7 +317,7 @@ def _chart_sentence(p: dict) -> str:
 
 
 def _predictor_chart_html(p: dict) -> str:
-    size, left, bottom, top, right = 240.0, 58.0, 36.0, 8.0, 8.0
+    size, left, bottom, top, right = 240.0, 58.0, 36.0, 8.0, 24.0  # right: room for the "+100%" tick label
     lo, hi = CHANGE_MIN, CHANGE_MAX
 
     def px(gain: float) -> float:
