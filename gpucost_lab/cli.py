@@ -158,7 +158,8 @@ _FLAGS = {"microbatch": "--microbatch", "static_gb": "--static-gb", "activation_
           "scenario": "--scenario", "candidate": "--candidate", "registry": "--registry", "report": "--report", **{name: "--" + name.replace("_", "-") for name in SimConfig.__dataclass_fields__}}
 
 def _analyze(args: argparse.Namespace) -> tuple[dict, str]:
-    out = timeline.analyze(args.trace, top=args.top)
+    trace = timeline.load_trace(args.trace, progress=not args.json and sys.stderr.isatty())
+    out = timeline.analyze(trace, top=args.top)
     if out["span_ms"] is None:
         head = f"{args.trace}: {out['device']} trace with nothing to measure busy time from"
     else:

@@ -109,8 +109,15 @@ def _open(path: Path):
     return opener(path, "rb"), ("item" if head[:1] == b"[" else "traceEvents.item")
 
 
-def _read_columns(path: Path, lo: float, hi: float) -> tuple[dict, tuple[float, float]]:
+_PROGRESS_EVERY = 65_536  # events between progress-bar updates: cheap next to parsing them
+
+
+def _read_columns(path: Path, lo: float, hi: float, progress: bool = False) -> tuple[dict, tuple[float, float]]:
     """Stream the events into per-column lists/arrays, keeping those that overlap [lo, hi]."""
+    from tqdm.auto import tqdm
+
+    bar = tqdm(desc=f"reading {path.name}", unit=" events", unit_scale=True, disable=not progress)
+    read = 0
     columns = {k: [] if k in _TEXT else array("d" if k in ("ts_us", "dur_us") else "q") for k in EVENT_COLUMNS}
     (add_name, add_kind, add_cat, add_pid, add_tid, add_lane, add_ts, add_dur, add_stream, add_correlation,
      add_bytes, add_total, add_device) = (columns[k].append for k in EVENT_COLUMNS)
@@ -119,6 +126,9 @@ def _read_columns(path: Path, lo: float, hi: float) -> tuple[dict, tuple[float, 
     f, prefix = _open(path)
     with f:
         for ev in _IJSON.items(f, prefix, use_float=True):
+            read += 1
+            if read % _PROGRESS_EVERY == 0:
+                bar.update(_PROGRESS_EVERY)
             ph = ev.get("ph") if isinstance(ev, dict) else None
             if ph == "X":
                 kind = "other"
@@ -160,6 +170,8 @@ def _read_columns(path: Path, lo: float, hi: float) -> tuple[dict, tuple[float, 
             add_bytes(_MISSING if nbytes is None else int(nbytes))
             add_total(_MISSING if total is None else int(total))
             add_device(_MISSING if device is None else int(device))
+    bar.update(read % _PROGRESS_EVERY)
+    bar.close()
     return columns, (seen_lo, seen_hi)
 
 
@@ -190,8 +202,10 @@ def _no_events_in_window(path, start_us, end_us, span: tuple[float, float]) -> V
                       f"(the trace's events run from {span[0]:.3f} to {span[1]:.3f} us)")
 
 
-def load_trace(path, *, start_us: float | None = None, end_us: float | None = None) -> Trace:
+def load_trace(path, *, start_us: float | None = None, end_us: float | None = None, progress: bool = False) -> Trace:
     """Load a Kineto/Chrome trace (``.json`` or gzip, by content) into a :class:`Trace`.
+
+    ``progress=True`` shows a progress bar (events read) in a terminal or notebook, for large traces.
 
     Raises ValueError naming the file for a missing file, a directory, truncated or malformed JSON or gzip, a
     trace without events, or a ``start_us``/``end_us`` window (absolute, as ``ts_us``) holding none.
@@ -203,7 +217,7 @@ def load_trace(path, *, start_us: float | None = None, end_us: float | None = No
     if path.is_dir():
         raise ValueError(f"{path}: is a directory, not a trace file (.json or .json.gz)")
     try:
-        columns, seen = _read_columns(path, lo, hi)
+        columns, seen = _read_columns(path, lo, hi, progress)
     except _MALFORMED as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ValueError(f"{path}: not a readable trace: truncated or malformed JSON or gzip ({detail})") from None

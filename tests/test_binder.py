@@ -242,3 +242,21 @@ def test_every_chapter_runs_in_the_binder_environment(binder, chapter):
     assert failed_untagged == [], "\n".join(failed_untagged)
     # as committed the checkpoints are unanswered, so each graded check fails, and only those
     assert all(c["graded"] for c in cells if c["error"]), [c for c in cells if c["error"]]
+
+
+def test_the_cli_works_non_editable_from_any_directory(binder, tmp_path):
+    """The installed (not editable) package: its CLI from an unrelated folder, and grading from inside the course."""
+    cli = binder.venv / "bin" / "gpucost-lab"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ledger = json.loads(_run([cli, "ledger", "--microbatch", "32", "--json"], env=binder.env, cwd=elsewhere))
+    assert ledger["max_microbatch"] == 54 and ledger["budget_gb"] == pytest.approx(21.6)
+    trace = elsewhere / "t.json.gz"
+    _run([cli, "simulate", "--scenario", "dataloader_stall", "--steps", "3", "-o", trace], env=binder.env, cwd=elsewhere)
+    assert json.loads(_run([cli, "analyze", trace, "--json"], env=binder.env, cwd=elsewhere))["steps"] == 3
+    # grading needs the course's solutions/: found by walking up from the learner's folder inside the checkout
+    lab = binder.repo / "labs" / "profile_training_loop"
+    proc = subprocess.run([str(cli), "grade", "profile_training_loop.ipynb", "--json"], env=binder.env, cwd=lab,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 1, proc.stderr  # the unanswered release grades, and fails
+    assert json.loads(proc.stdout)["max_score"] == 16

@@ -62,3 +62,15 @@ def test_compare_puts_the_fix_beside_the_stall(tmp_path):
     # of decoding minus the GPU work it overlaps; every complete step but the first opens one
     assert table.loc["stall", "gaps_over_1ms"] >= SCENARIOS["dataloader_stall"].steps - 3
     assert table.loc["fixed", "gaps_over_1ms"] == 0
+
+
+def test_loading_with_a_progress_bar_counts_every_event(tmp_path, capsys):
+    from gpucost_lab.simulate import SimConfig, simulate
+
+    path = write_trace(SimConfig(steps=2), tmp_path / "t.json")
+    total = len(simulate(SimConfig(steps=2))["traceEvents"])
+    quiet = load_trace(path)
+    shown = load_trace(path, progress=True)
+    assert shown.events.equals(quiet.events)
+    err = capsys.readouterr().err
+    assert "reading t.json" in err and f"{total}" in err.replace(",", "")
