@@ -8,7 +8,7 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and fresh cloud machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help install lab test clean labs
+.PHONY: help install lab test bench clean labs
 
 help:
 	@echo "make lab    install (first run only) and start JupyterLab on the course"
@@ -42,6 +42,23 @@ labs: install
 		lab=$$(basename "$$src"); \
 		$(BIN)/nbgrader generate_assignment "$$lab" --force --no-db --log-level=WARN || exit 1; \
 		echo "labs/$$lab/ regenerated from solutions/$$lab/"; \
+	done
+
+# Comparisons against reference tools, each a ratio measured in the same run (see benchmarks/RESULTS.md).
+# HolisticTraceAnalysis (PyPI: traceinsight) lives in its own environment: a benchmark-only reference.
+HTA_VENV ?= .venv-hta
+BENCHMARKS := timing_vs_torch_timer trace_vs_hta timeline_scale ledger_accuracy widget_latency course_execution \
+	class_autograding
+
+$(HTA_VENV)/bin/python:
+	$(PYTHON) -m venv $(HTA_VENV)
+	$(HTA_VENV)/bin/python -m pip install --quiet --disable-pip-version-check traceinsight
+
+bench: install $(HTA_VENV)/bin/python
+	@for b in $(BENCHMARKS); do \
+		echo "== $$b"; \
+		extra=$$([ $$b = trace_vs_hta ] && echo "--hta-python $(HTA_VENV)/bin/python"); \
+		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/$$b.py $$extra || exit 1; \
 	done
 
 clean:
