@@ -75,7 +75,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                        "cost to target, release decision")
     plan.add_argument("--candidate", default="batch128-lr-scaled", help=f"one of {', '.join(CANDIDATES)}")
     plan.add_argument("--price-per-hour", type=float, default=cost.DEFAULT_PRICE_PER_HOUR_USD)
-    plan.add_argument("--repeats", type=int, default=5)
+    plan.add_argument("--rounds", type=int, default=10, help="ABBA rounds of the interleaved timing")
     plan.add_argument("--registry", help="a release registry (JSON) to record the decision in and fall back to")
     plan.add_argument("--report", help="write the throughput/cost report here (.md or .html)")
 
@@ -138,8 +138,8 @@ def _profile_to_cost(args: argparse.Namespace) -> tuple[dict, str]:
     lines = [f"contract {out['contract_fingerprint']}: {c['model_name']} on {c['gpu_name'] or c['cpu_model']}, "
              f"{c['dtype']}, batch {c['units_per_step']}, {c['warmup_steps']} warm-up + {c['measured_steps']} steps "
              f"x {c['repeats']} repeats, sync: {c['sync_method']}",
-             f"samples/s {sps['mean']:,.0f} (95% CI {sps['ci95_low']:,.0f} to {sps['ci95_high']:,.0f})",
-             f"cost per sample ${cps['mean']:.3e} (95% CI {cps['ci95_low']:.3e} to {cps['ci95_high']:.3e}) "
+             f"samples/s {sps['geomean']:,.0f} (95% CI {sps['ci95_low']:,.0f} to {sps['ci95_high']:,.0f})",
+             f"cost per sample ${cps['geomean']:.3e} (95% CI {cps['ci95_low']:.3e} to {cps['ci95_high']:.3e}) "
              f"at an assumed ${out['price_per_hour_usd']:.2f} per accelerator-hour",
              f"peak memory {out['peak_memory_bytes'] / 1e6:.1f} MB ({out['peak_memory_method']})",
              "top operators by self time:"]
@@ -154,7 +154,7 @@ _FLAGS = {"microbatch": "--microbatch", "static_gb": "--static-gb", "activation_
           "device_gb": "--device-gb", "reserve_fraction": "--reserve", "blocks": "--blocks",
           "throughput_gain": "--throughput-gain", "steps_change": "--steps-change",
           "price_per_hour_usd": "--price-per-hour", "baseline_hours": "--baseline-hours",
-          "window_hours": "--window-hours", "repeats": "--repeats", "device": "--device", "top": "--top",
+          "window_hours": "--window-hours", "repeats": "--repeats", "rounds": "--rounds", "device": "--device", "top": "--top",
           "scenario": "--scenario", "candidate": "--candidate", "registry": "--registry", "report": "--report", **{name: "--" + name.replace("_", "-") for name in SimConfig.__dataclass_fields__}}
 
 def _analyze(args: argparse.Namespace) -> tuple[dict, str]:
@@ -219,7 +219,7 @@ def _plan(args: argparse.Namespace) -> tuple[dict, str]:
     from .report import write_report
 
     registry = Registry(args.registry) if args.registry else None
-    result = run_plan(args.candidate, price_per_hour_usd=args.price_per_hour, repeats=args.repeats, registry=registry)
+    result = run_plan(args.candidate, price_per_hour_usd=args.price_per_hour, rounds=args.rounds, registry=registry)
     out = result.to_dict()
     if args.report:
         out["report"] = str(write_report(result.report_data(), args.report))
@@ -228,7 +228,7 @@ def _plan(args: argparse.Namespace) -> tuple[dict, str]:
              f"production runs {d['to']}"]
     if c["ratio"] is not None:
         lines.append(f"cost to target {c['ratio']:.3f}x baseline (95% CI {c['ratio_ci95'][0]:.3f} to "
-                     f"{c['ratio_ci95'][1]:.3f}) at an assumed ${out['price_per_hour_usd']:.2f}/h")
+                     f"{c['ratio_ci95'][1]:.3f}), {c['verdict']}, at an assumed ${out['price_per_hour_usd']:.2f}/h")
     lines += [f"  {reason}" for reason in d["reasons"]]
     if args.report:
         lines.append(f"report: {out['report']}")

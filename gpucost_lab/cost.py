@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Sequence
 
 from ._validate import fraction, greater_than, positive
-from .stats import Estimate
+from .stats import Estimate, Interval, combine
 from .timing import Measurement
 
 SECONDS_PER_HOUR = 3600.0
@@ -67,29 +68,42 @@ def verdict(relative: float) -> str:
 def measured_cost_per_unit(measurement: Measurement, price_per_hour_usd: float, utilization: float = 1.0) -> Estimate:
     """Cost per counted unit with its 95% interval across repeats.
 
-    Cost is linear in time, so it is computed per repeat (that repeat's seconds per unit x price) and
-    its mean and interval taken over repeats. The mean is total cost / total units.
+    Computed per repeat (that repeat's seconds per unit x price per second), then summarised like every
+    measured figure (:class:`~gpucost_lab.stats.Estimate`): the geometric mean, which is exactly the
+    price per second / the geometric-mean throughput, so a cost table and a throughput table agree.
     """
     per_s_usd = cost_per_second_usd(price_per_hour_usd, utilization)
     return Estimate.of(t / measurement.units_per_repeat * per_s_usd for t in measurement.repeat_times_s)
 
 
-def measured_cost_to_target(measurement: Measurement, steps_to_target: float, price_per_hour_usd: float,
-                            utilization: float = 1.0) -> Estimate:
-    """Cost to reach the quality target (cost per step x steps), with its 95% interval across repeats."""
-    positive("steps_to_target", steps_to_target)
+def measured_cost_to_target(measurement: Measurement, steps_to_target: float | Sequence[int],
+                            price_per_hour_usd: float, utilization: float = 1.0) -> Interval:
+    """Cost to reach the quality target, cost per step x steps to target, with its 95% interval.
+
+    ``steps_to_target`` is one count, or one count per seed: then the spread across seeds is in the
+    interval too, as an independent factor (:func:`gpucost_lab.stats.combine`), beside the spread of
+    the step time across repeats.
+    """
     per_s_usd = cost_per_second_usd(price_per_hour_usd, utilization)
-    return Estimate.of(t * per_s_usd * steps_to_target for t in measurement.step_time_s.values)
+    per_step = Estimate.of(t * per_s_usd for t in measurement.step_time_s.values)
+    if isinstance(steps_to_target, (int, float)) and not isinstance(steps_to_target, bool):
+        steps: Estimate | float = positive("steps_to_target", steps_to_target)
+    else:
+        counts = tuple(steps_to_target)
+        if not counts or not all(isinstance(c, (int, float)) and not isinstance(c, bool) and c > 0 for c in counts):
+            raise ValueError(f"steps_to_target must be a count > 0 or counts > 0, one per seed, got {counts!r}")
+        steps = Estimate.of(counts) if len(counts) >= 2 else float(counts[0])
+    return combine((per_step, 1), (steps, 1))
 
 
 @dataclass(frozen=True)
 class WindowCheck:
     """Does a run of ``units`` finish inside the nightly window at the measured throughput?"""
 
-    run_hours: float  # at the mean throughput
-    run_hours_ci95_high: float  # at the low end of the throughput interval (inf if it reaches 0)
+    run_hours: float  # at the measured throughput (geometric mean across repeats)
+    run_hours_ci95_high: float  # at the low end of the throughput interval
     window_hours: float
-    fits: bool  # at the mean throughput
+    fits: bool  # at the measured throughput
     fits_with_95_confidence: bool  # even at the low end of the interval
     margin_hours: float  # window - run_hours; negative when late
 
@@ -102,11 +116,11 @@ def nightly_window(units: float, units_per_s: float | Estimate, window_hours: fl
     positive("units", units)
     positive("window_hours", window_hours)
     if isinstance(units_per_s, Estimate):
-        mean, low = units_per_s.mean, units_per_s.ci95_low
+        mean, low = units_per_s.geomean, units_per_s.ci95_low
     else:
         mean = low = units_per_s
     run_hours = units / positive("units_per_s", mean) / SECONDS_PER_HOUR
-    worst_hours = units / low / SECONDS_PER_HOUR if low > 0 else math.inf
+    worst_hours = units / low / SECONDS_PER_HOUR
     return WindowCheck(run_hours, worst_hours, window_hours, run_hours <= window_hours,
                        worst_hours <= window_hours, window_hours - run_hours)
 

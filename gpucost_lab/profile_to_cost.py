@@ -105,7 +105,7 @@ def run(device: str = "auto", price_per_hour_usd: float = cost.DEFAULT_PRICE_PER
     accelerator = find_accelerator(contract.gpu_name)
     check = None
     if accelerator is not None:
-        check = check_throughput(measurement.units_per_s_mean, flops / (batch), accelerator.roofline("float32"))
+        check = check_throughput(measurement.units_per_s_geomean, flops / (batch), accelerator.roofline("float32"))
     return ProfileToCost(measurement, float(price_per_hour_usd),
                          cost.measured_cost_per_unit(measurement, price_per_hour_usd), int(peak_bytes), method,
                          flops, ops, check)

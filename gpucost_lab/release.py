@@ -9,7 +9,10 @@ A faster run must not win silently. :func:`gate` promotes a candidate over a bas
 3. **memory**: its peak memory fits the budget;
 4. **window**: its full run finishes inside the nightly window;
 5. **cost**: its cost to the quality target is lower *with 95% confidence*: the upper end of the 95%
-   interval of the ratio candidate / baseline is below 1 (:func:`ratio_interval`).
+   interval of the ratio candidate / baseline is below 1, and the interval is narrow enough to act on
+   (:data:`gpucost_lab.compare.MAX_WIDTH_FACTOR`). Pass the ratio measured by an interleaved comparison
+   (:meth:`gpucost_lab.compare.Comparison.cost_to_target`); without one, the two results' own estimates
+   are compared as independent samples. An "inconclusive" cost never promotes.
 
 Anything else falls back: to the ``fallback`` named (e.g. the registry's last known-good release) or to
 the baseline. Every check's outcome, passed ones too, is written in the :class:`Decision`'s reasons.
@@ -21,19 +24,17 @@ previous registry intact; a corrupt file raises ``ValueError`` naming it and is 
 from __future__ import annotations
 
 import json
-import math
 import os
 import uuid
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, NamedTuple, TextIO
-
-from scipy import stats
+from typing import Callable, Iterable, Mapping, TextIO
 
 from ._validate import integer_at_least, one_of, positive
+from .compare import CostComparison
 from .contract import BenchmarkContract, ContractMismatch
-from .stats import Estimate
+from .stats import Estimate, Interval, ratio_interval
 
 ACTIONS = ("promote", "fallback")
 # The gate's checks, in the order they are reported.
@@ -82,7 +83,7 @@ class CandidateResult:
 
     name: str  # the release name, e.g. "mlp-bf16-v3"
     contract: BenchmarkContract  # what was measured and how
-    cost_to_target_usd: Estimate  # cost to reach the quality target, one value per repeat (USD, > 0)
+    cost_to_target_usd: Estimate | Interval  # cost to reach the quality target, with its interval (USD, > 0)
     parity_passed: bool  # the candidate reaches the same quality as the baseline
     parity_reasons: tuple[str, ...]  # what the parity check found, in words
     peak_memory_bytes: int  # peak device memory of a training step
@@ -94,10 +95,9 @@ class CandidateResult:
             raise ValueError(f"name must be a non-empty string, got {self.name!r}")
         if not isinstance(self.contract, BenchmarkContract):
             raise ValueError(f"contract must be a BenchmarkContract, got {type(self.contract).__name__}")
-        if not isinstance(self.cost_to_target_usd, Estimate):
-            raise ValueError(f"cost_to_target_usd must be an Estimate, got {type(self.cost_to_target_usd).__name__}")
-        if min(self.cost_to_target_usd.values) <= 0:
-            raise ValueError(f"cost_to_target_usd values must all be > 0, got {self.cost_to_target_usd.values!r}")
+        if not isinstance(self.cost_to_target_usd, (Estimate, Interval)):
+            raise ValueError(f"cost_to_target_usd must be an Estimate or an Interval, "
+                             f"got {type(self.cost_to_target_usd).__name__}")
         if not isinstance(self.parity_passed, bool):
             raise ValueError(f"parity_passed must be True or False, got {self.parity_passed!r}")
         reasons = (self.parity_reasons,) if isinstance(self.parity_reasons, str) else tuple(self.parity_reasons)
@@ -107,39 +107,6 @@ class CandidateResult:
         object.__setattr__(self, "peak_memory_bytes", integer_at_least("peak_memory_bytes", self.peak_memory_bytes, 0))
         object.__setattr__(self, "run_hours", positive("run_hours", self.run_hours))
         object.__setattr__(self, "details", dict(self.details))
-
-
-class RatioInterval(NamedTuple):
-    """A ratio of two means with its 95% interval; unpacks as ``(ratio, low, high)``."""
-
-    ratio: float
-    ci95_low: float
-    ci95_high: float
-
-
-def ratio_interval(candidate: Estimate, baseline: Estimate) -> RatioInterval:
-    """Ratio of mean costs, candidate / baseline, with a 95% interval.
-
-    Delta method on the log ratio, the two samples independent:
-    ``var(log r) = s_c^2 / (n_c m_c^2) + s_b^2 / (n_b m_b^2)``; the quantile is Student t with the
-    Welch-Satterthwaite degrees of freedom ``(a_c + a_b)^2 / (a_c^2 / (n_c - 1) + a_b^2 / (n_b - 1))``
-    where ``a`` are the two terms. The interval is ``r x exp(+-t x sqrt(var))``, so it stays positive and
-    the interval of b / c is the reciprocal of the interval of c / b. Both means must be > 0.
-    """
-    for name, e in (("candidate", candidate), ("baseline", baseline)):
-        if not isinstance(e, Estimate):
-            raise ValueError(f"{name} must be an Estimate, got {type(e).__name__}")
-        if e.mean <= 0:
-            raise ValueError(f"{name} mean must be > 0 for a ratio of costs, got {e.mean!r}")
-    ratio = candidate.mean / baseline.mean
-    a_c = candidate.std ** 2 / (candidate.n * candidate.mean ** 2)
-    a_b = baseline.std ** 2 / (baseline.n * baseline.mean ** 2)
-    variance = a_c + a_b
-    if variance == 0:  # both constant: no spread, no interval width
-        return RatioInterval(ratio, ratio, ratio)
-    df = variance ** 2 / (a_c ** 2 / (candidate.n - 1) + a_b ** 2 / (baseline.n - 1))
-    half = float(stats.t.ppf(0.975, df)) * math.sqrt(variance)
-    return RatioInterval(ratio, ratio * math.exp(-half), ratio * math.exp(half))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -157,7 +124,7 @@ class Decision:
     fallback: str  # where production goes when the candidate is unsafe: the fallback given, else the baseline
     reasons: tuple[str, ...]  # one sentence per check, in CHECKS order, e.g. "memory: 25.1 GB > 21.6 GB budget"
     checks: Mapping[str, bool] = field(hash=False)  # check name (CHECKS) -> passed
-    cost_ratio: float | None  # candidate / baseline mean cost to target; None when the contracts differ
+    cost_ratio: float | None  # candidate / baseline cost to target (geometric means); None when the contracts differ
     cost_ratio_ci95: tuple[float, float] | None  # 95% interval of cost_ratio; None when the contracts differ
 
     def __post_init__(self) -> None:
@@ -219,12 +186,13 @@ def _contract_check(baseline: CandidateResult, candidate: CandidateResult, allow
 
 
 def gate(baseline: CandidateResult, candidate: CandidateResult, *, budget_bytes: int, window_hours: float,
-         allow: Iterable[str] = (), fallback: str | None = None) -> Decision:
+         allow: Iterable[str] = (), fallback: str | None = None, cost: CostComparison | None = None) -> Decision:
     """Promote ``candidate`` only if every check passes (see the module docstring); else fall back.
 
     ``budget_bytes`` is the peak memory allowed (bytes), ``window_hours`` the nightly window, ``allow``
     the contract fields the candidate may change, ``fallback`` where production goes when the candidate
-    is unsafe (default: the baseline's name).
+    is unsafe (default: the baseline's name), ``cost`` the interleaved comparison's cost-to-target ratio
+    (without it, both ``cost_to_target_usd`` must be Estimates, compared as independent samples).
     """
     for name, result in (("baseline", baseline), ("candidate", candidate)):
         if not isinstance(result, CandidateResult):
@@ -265,19 +233,26 @@ def gate(baseline: CandidateResult, candidate: CandidateResult, *, budget_bytes:
         checks["cost"] = False
         reasons.append("cost: not compared, the contracts differ")
     else:
-        r, low, high = ratio_interval(candidate.cost_to_target_usd, baseline.cost_to_target_usd)
+        comparison = cost if cost is not None else _independent_cost(baseline, candidate)
+        r, low, high = comparison.interval
         cost_ratio, cost_ratio_ci95 = r, (low, high)
-        checks["cost"] = high < 1.0
-        said = (f"cost: {format_ratio(r)} baseline cost to target "
-                f"(95% CI {format_ratio(low)} to {format_ratio(high)})")
-        reasons.append(said + (", lower with 95% confidence" if checks["cost"]
-                               else ", not lower with 95% confidence (upper bound >= 1)"))
+        checks["cost"] = comparison.verdict == "cheaper"
+        reasons.append("cost: " + comparison.reason.removeprefix("cost to target ").replace(
+            "x (95% CI", "x baseline cost to target (95% CI", 1))
 
     fallback_to = fallback if fallback is not None else baseline.name
     promote = all(checks.values())
     return Decision(action="promote" if promote else "fallback", to=candidate.name if promote else fallback_to,
                     candidate=candidate.name, baseline=baseline.name, fallback=fallback_to, reasons=tuple(reasons),
                     checks=checks, cost_ratio=cost_ratio, cost_ratio_ci95=cost_ratio_ci95)
+
+
+def _independent_cost(baseline: CandidateResult, candidate: CandidateResult) -> CostComparison:
+    for name, result in (("baseline", baseline), ("candidate", candidate)):
+        if not isinstance(result.cost_to_target_usd, Estimate):
+            raise ValueError(f"cost is needed when {name}.cost_to_target_usd is an Interval (a derived figure "
+                             "has no repeats to compare): pass Comparison.cost_to_target(...)")
+    return CostComparison(ratio_interval(candidate.cost_to_target_usd, baseline.cost_to_target_usd))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -479,5 +454,5 @@ def _replay(history: list) -> dict:
     return {"current": current, "last_known_good": good[-1] if good else None, "known_good": list(good)}
 
 
-__all__ = ["ACTIONS", "CHECKS", "CandidateResult", "Decision", "RatioInterval", "Registry", "atomic_write",
-           "atomic_write_text", "format_bytes", "format_hours", "format_ratio", "gate", "ratio_interval"]
+__all__ = ["ACTIONS", "CHECKS", "CandidateResult", "Decision", "Registry", "atomic_write", "atomic_write_text",
+           "format_bytes", "format_hours", "format_ratio", "gate"]

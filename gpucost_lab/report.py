@@ -6,7 +6,7 @@ intervals, the quality parity, and the gate's decision with every check's outcom
 
 Both formats are built from the same rows, so a value reads the same in each; one format per quantity:
 
-- a quantity with an interval: 4 significant digits for the mean, its bounds to the same decimals
+- a quantity with an interval: 4 significant digits for its value (a geometric mean), its bounds to the same decimals
   (``"10,000 samples/s (95% CI 7,516 to 12,484)"``), and baseline and candidate in one row to the same
   decimals (``"1.0000"`` beside ``"0.8000"``); values below 0.001 or from 10^9 up in scientific
   notation, 4 significant digits each (``"1.100e-07 USD (95% CI 8.516e-08 to 1.348e-07)"``);
@@ -29,7 +29,7 @@ from typing import Sequence
 from ._validate import integer_at_least, positive
 from .contract import BenchmarkContract
 from .release import Decision, atomic_write_text, format_bytes, format_ratio
-from .stats import Estimate
+from .stats import Estimate, Interval
 
 REPORT_SUFFIXES = (".md", ".html", ".htm")
 
@@ -42,14 +42,15 @@ class RunRow:
     samples_per_s: Estimate  # throughput, one value per repeat
     cost_per_sample_usd: Estimate  # cost of one sample, one value per repeat
     peak_memory_bytes: int  # peak device memory of a training step
-    steps_to_target: float  # training steps to reach the quality target
-    cost_to_target_usd: Estimate  # cost to reach the quality target, one value per repeat
+    steps_to_target: float  # training steps to reach the quality target (geometric mean over seeds)
+    cost_to_target_usd: Estimate | Interval  # cost to reach the quality target, with its interval
     parity: str  # the quality-parity summary, e.g. "reference" or "passed: accuracy 0.912 vs 0.915"
 
     def __post_init__(self) -> None:
         _text("name", self.name)
         for name in ("samples_per_s", "cost_per_sample_usd", "cost_to_target_usd"):
-            if not isinstance(getattr(self, name), Estimate):
+            allowed = (Estimate, Interval) if name == "cost_to_target_usd" else Estimate
+            if not isinstance(getattr(self, name), allowed):
                 raise ValueError(f"{name} must be an Estimate, got {type(getattr(self, name)).__name__}")
         object.__setattr__(self, "peak_memory_bytes", integer_at_least("peak_memory_bytes", self.peak_memory_bytes, 0))
         object.__setattr__(self, "steps_to_target", positive("steps_to_target", self.steps_to_target))
@@ -118,21 +119,22 @@ def format_number(x: float) -> str:
     return f"{x:,.{_decimals(x)}f}" if _fixed(x) else f"{x:.3e}"
 
 
-def format_estimates(estimates: Sequence[Estimate], unit: str = "") -> list[str]:
-    """Means and 95% intervals in one shared format, so a row's values line up: 4 significant digits
-    for the smallest mean, and every mean and bound to the same decimals (or all in scientific notation)."""
-    means = [e.mean for e in estimates]
+def format_estimates(estimates: Sequence[Estimate | Interval], unit: str = "") -> list[str]:
+    """Values (geometric means) and 95% intervals in one shared format, so a row's values line up: 4
+    significant digits for the smallest value, and every value and bound to the same decimals (or all in
+    scientific notation)."""
+    means = [e.value for e in estimates]
     if all(_fixed(m) for m in means):
         d = max(_decimals(m) for m in means)
         number = lambda v: f"{v:,.{d}f}"  # noqa: E731
     else:
         number = lambda v: f"{v:.3e}"  # noqa: E731
     unit = f" {unit}" if unit else ""
-    return [f"{number(e.mean)}{unit} (95% CI {number(e.ci95_low)} to {number(e.ci95_high)})" for e in estimates]
+    return [f"{number(e.value)}{unit} (95% CI {number(e.ci95_low)} to {number(e.ci95_high)})" for e in estimates]
 
 
-def format_estimate(estimate: Estimate, unit: str = "") -> str:
-    """Mean and 95% interval: the bounds take the mean's decimals."""
+def format_estimate(estimate: Estimate | Interval, unit: str = "") -> str:
+    """Value and 95% interval: the bounds take the value's decimals."""
     return format_estimates([estimate], unit)[0]
 
 

@@ -7,20 +7,23 @@ such a number before it reaches a price:
 - :func:`check_measurement`: one measurement, flagged when it was taken without synchronization or
   when its throughput implies more FLOP/s than the roofline bound allows
   (:func:`gpucost_lab.roofline.check_throughput`);
-- :func:`compare_sync`: the same step measured without and with synchronization
-  (:func:`gpucost_lab.timing.measure_unsynchronized`, :func:`gpucost_lab.timing.measure`), flagged
-  when the two throughputs differ by more than ``threshold`` times. On a synchronous CPU step they agree.
+- :func:`compare_sync`: the same step measured without and with synchronization, the two ways
+  interleaved and summarised by their median blocks, flagged when the two throughputs differ by more
+  than ``threshold`` times. On a synchronous CPU step they agree, on a busy machine too.
 """
 from __future__ import annotations
 
+import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
+from . import device as _device
 from ._validate import greater_than, positive
+from .compare import interleaved_blocks
 from .contract import BenchmarkContract
 from .roofline import PlausibilityCheck, Roofline, check_throughput, lookup
-from .timing import Clock, Measurement, measure, measure_unsynchronized
+from .timing import UNSYNCHRONIZED, Clock, Measurement
 
 
 @dataclass(frozen=True)
@@ -29,8 +32,10 @@ class SyncCheck:
 
     flagged: bool  # True: a number here depends on synchronization or breaks the bound; price no unsynchronized one
     reasons: tuple[str, ...]  # one sentence per problem found; empty when not flagged
-    unsynchronized_units_per_s: float | None  # mean throughput timed without synchronization; None if not measured
-    synchronized_units_per_s: float | None  # mean throughput timed with synchronization; None if not measured
+    # throughput timed without / with synchronization (compare_sync: its median block; check_measurement: the
+    # measurement's geometric mean); None if not measured that way
+    unsynchronized_units_per_s: float | None
+    synchronized_units_per_s: float | None
     ratio: float | None  # unsynchronized / synchronized; None unless both were measured
     bound_check: PlausibilityCheck | None  # the priced throughput against the roofline; None without one
     counted_unit: str = "samples"  # the unit of the throughputs: "samples" or "tokens"
@@ -95,7 +100,7 @@ def check_measurement(measurement: Measurement, flops_per_unit: float | None = N
     """
     if not isinstance(measurement, Measurement):
         raise ValueError(f"measurement must be a Measurement, got {type(measurement).__name__}")
-    units_per_s = measurement.units_per_s_mean
+    units_per_s = measurement.units_per_s_geomean
     unit = measurement.contract.counted_unit
     bound = _bound(units_per_s, measurement, flops_per_unit, roofline, intensity_flops_per_byte)
     reasons = []
@@ -114,17 +119,29 @@ def compare_sync(step: Callable[[], object], contract: BenchmarkContract,
                  clock: Clock = time.perf_counter, flops_per_unit: float | None = None,
                  roofline: Roofline | str | None = None,
                  intensity_flops_per_byte: float | None = None) -> SyncCheck:
-    """Time ``step`` under ``contract`` without, then with, synchronization; flag a ratio beyond ``threshold``.
+    """Time ``step`` without and with synchronization, interleaved; flag a ratio beyond ``threshold``.
 
-    ``synchronize`` defaults to the contract device's (as in :func:`~gpucost_lab.timing.measure`). The
-    ratio is unsynchronized / synchronized mean throughput: far above 1 when the clock stopped before
-    queued work finished; below ``1 / threshold`` the timing itself is unstable. With ``flops_per_unit``
-    and ``roofline`` the synchronized throughput is also held against the bound.
+    The two ways alternate in ``contract.repeats`` ABBA rounds (unsynchronized, synchronized,
+    synchronized, unsynchronized; :func:`gpucost_lab.compare.interleaved_blocks`), so a machine that
+    slows down or speeds up part-way hits both alike, and each way's throughput is taken from the
+    **median** block, so one block stalled by another program does not decide. ``synchronize``
+    defaults to the contract device's (as in :func:`~gpucost_lab.timing.measure`). The ratio is
+    unsynchronized / synchronized throughput: far above 1 when the clock stopped before queued work
+    finished; below ``1 / threshold`` the timing itself is unstable. With ``flops_per_unit`` and
+    ``roofline`` the synchronized throughput is also held against the bound.
     """
     threshold = greater_than("threshold", threshold, 1.0)
-    unsynced = measure_unsynchronized(step, contract, clock=clock)
-    synced = measure(step, contract, clock=clock, synchronize=synchronize)
-    fast, honest = unsynced.units_per_s_mean, synced.units_per_s_mean
+    sync = synchronize if synchronize is not None else _device.synchronizer(contract.device)
+    unsynced_contract = replace(contract, sync_method=UNSYNCHRONIZED)
+    unsynced_times, synced_times = interleaved_blocks(
+        ((step, unsynced_contract, lambda: None), (step, contract, sync)), contract.repeats, clock)
+    synced = Measurement(replace(contract, repeats=len(synced_times)), synced_times)
+    for i, t in enumerate(unsynced_times):
+        if not t > 0:
+            raise ValueError(f"unsynchronized block {i} took {t!r} s: the clock is coarser than the timed block; "
+                             "raise measured_steps")
+    units = contract.units_per_step * contract.measured_steps
+    fast, honest = units / statistics.median(unsynced_times), units / statistics.median(synced_times)
     ratio = fast / honest
     unit = contract.counted_unit
     bound = _bound(honest, synced, flops_per_unit, roofline, intensity_flops_per_byte)

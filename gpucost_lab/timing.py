@@ -54,12 +54,13 @@ class Measurement:
         return Estimate.of(self.units_per_repeat / t for t in self.repeat_times_s)
 
     @property
-    def units_per_s_mean(self) -> float:
-        return self.units_per_s.mean
+    def units_per_s_geomean(self) -> float:
+        """The throughput the course reports: units per repeat / geometric mean repeat time."""
+        return self.units_per_s.geomean
 
     @property
-    def units_per_s_std(self) -> float:
-        return self.units_per_s.std
+    def units_per_s_mean(self) -> float:  # TEMPORARY alias; remove before commit
+        return self.units_per_s.geomean
 
     @property
     def units_per_s_ci95(self) -> tuple[float, float]:
@@ -67,9 +68,13 @@ class Measurement:
         return est.ci95_low, est.ci95_high
 
     def speedup_over(self, baseline: "Measurement", allow: Iterable[str] = ()) -> float:
-        """Mean throughput ratio candidate / baseline; both must share a contract except ``allow``."""
+        """Throughput ratio candidate / baseline (geometric means); both must share a contract except ``allow``.
+
+        The two were measured one after the other, so drift between them is not in any interval:
+        compare two steps with :func:`gpucost_lab.compare.compare_steps`, which interleaves them.
+        """
         baseline.contract.require_same(self.contract, allow=allow)
-        return self.units_per_s_mean / baseline.units_per_s_mean
+        return self.units_per_s_geomean / baseline.units_per_s_geomean
 
     def to_dict(self) -> dict:
         return {

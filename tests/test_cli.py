@@ -101,12 +101,13 @@ def test_console_script_profile_to_cost_json():
     assert c["device"] == "cpu" and c["dtype"] == "float32"
     assert out["price_per_hour_usd"] == 2.10
     sps, cps = out["samples_per_second"], out["cost_per_sample_usd"]
-    assert sps["ci95_low"] <= sps["mean"] <= sps["ci95_high"]
-    assert cps["ci95_low"] <= cps["mean"] <= cps["ci95_high"]
-    # each repeat is 20 steps x 256 samples; the cost mean is total cost / total samples
-    total_s = sum(out["repeat_times_s"])
-    assert sps["mean"] == pytest.approx(sum(20 * 256 / t for t in out["repeat_times_s"]) / 3)
-    assert cps["mean"] == pytest.approx(2.10 / 3600 * total_s / (3 * 20 * 256))
+    assert sps["ci95_low"] <= sps["geomean"] <= sps["ci95_high"]
+    assert cps["ci95_low"] <= cps["geomean"] <= cps["ci95_high"]
+    # each repeat is 20 steps x 256 samples; the figures are geometric means over the repeats, so the cost per
+    # sample is the price per second over the samples per second
+    geomean_s = math.prod(out["repeat_times_s"]) ** (1 / 3)
+    assert sps["geomean"] == pytest.approx(20 * 256 / geomean_s)
+    assert cps["geomean"] == pytest.approx(2.10 / 3600 / sps["geomean"])
     # forward + weight-gradient matmuls: 2 x (2 x 256 x 1024 x 1024)
     assert out["flops_per_step"] == 2 * 2 * 256 * 1024 * 1024
     # resident: weight + bias (4,198,400 B) and input + target (2 x 1,048,576 B), plus the step's own allocations
@@ -114,7 +115,7 @@ def test_console_script_profile_to_cost_json():
     names = [op["name"] for op in out["top_ops"]]
     assert {"aten::mm", "aten::addmm"} & set(names)
     assert all(set(op) == {"name", "calls", "self_time_s", "total_time_s", "self_time_share"} for op in out["top_ops"])
-    assert math.isfinite(sps["mean"]) and sps["mean"] > 0
+    assert math.isfinite(sps["geomean"]) and sps["geomean"] > 0
 
 
 def test_python_dash_m_runs_the_cli():

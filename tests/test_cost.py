@@ -42,10 +42,27 @@ def test_measured_cost_carries_the_repeats_uncertainty(contract):
     est = cost.measured_cost_per_unit(m, 3.60)
     expected = [t * 0.001 / 2560 for t in (0.5, 0.4, 0.625)]
     assert est.values == pytest.approx(tuple(expected))
-    assert est.mean == pytest.approx(sum(expected) / 3)  # = total cost / total samples
+    # 0.5 x 0.4 x 0.625 = 0.125, whose cube root is 0.5: the geometric-mean repeat is 0.5 s
+    assert est.geomean == pytest.approx(0.5 * 0.001 / 2560)  # 1.953e-7
     assert est.ci95_low < min(expected) and est.ci95_high > max(expected)
+    # and it is the price per second over the geometric-mean throughput, 2,560 / 0.5 = 5,120 samples/s
+    assert est.geomean == pytest.approx(0.001 / m.units_per_s.geomean) and m.units_per_s.geomean == pytest.approx(5120)
     to_target = cost.measured_cost_to_target(m, steps_to_target=1000, price_per_hour_usd=3.60)
-    assert to_target.mean == pytest.approx((0.05 + 0.04 + 0.0625) / 3 * 0.001 * 1000)
+    assert to_target.value == pytest.approx(0.05 * 0.001 * 1000)  # 0.05 s per step x $0.001/s x 1,000 steps
+    assert to_target.ci95_low == pytest.approx(est.ci95_low * 2560 / 10 * 1000)  # the same relative interval
+
+
+def test_cost_to_target_over_seeds_carries_both_spreads(contract):
+    # step times all 0.05 s (no timing spread); steps to target 80 and 125 over two seeds: geometric mean 100,
+    # logs ln 100 -+ 0.2231, log std 0.3156, se 0.2231 ; df 1, t = 12.706 -> 100 x e^(-+2.835) = 5.87 to 1,703 steps
+    m = Measurement(contract(), (0.5, 0.5, 0.5))
+    to_target = cost.measured_cost_to_target(m, [80, 125], price_per_hour_usd=3.60)
+    assert to_target.value == pytest.approx(0.05 * 0.001 * 100)
+    half = 12.706205 * math.log(125 / 80) / 2
+    assert (to_target.ci95_low, to_target.ci95_high) == (pytest.approx(0.005 * math.exp(-half), rel=1e-6),
+                                                         pytest.approx(0.005 * math.exp(half), rel=1e-6))
+    with pytest.raises(ValueError, match="steps_to_target"):
+        cost.measured_cost_to_target(m, [80, 0], price_per_hour_usd=3.60)
 
 
 def test_nightly_window():
@@ -57,14 +74,15 @@ def test_nightly_window():
 
 
 def test_nightly_window_with_uncertainty():
-    # mean 5,000 samples/s fits 6 h; std 1,000, half-width 4.302653 x 1000 / sqrt(3) = 2,484.1, so the
-    # low end is 2,515.9 samples/s and 1e8 samples may take 1e8 / 2,515.9 / 3600 = 11.04 h
-    check = cost.nightly_window(1e8, Estimate.of([4000, 5000, 6000]), window_hours=6)
-    assert check.fits
+    # 5,000 x e^(-0.2, 0, 0.2) samples/s: geometric mean 5,000 fits 6 h (5.56 h); log std 0.2, half-width
+    # 4.302653 x 0.2 / sqrt(3) = 0.496828 on the log scale, so the low end is 5,000 e^-0.496828 = 3,042.2
+    # samples/s and 1e8 samples may take 1e8 / 3,042.2 / 3600 = 9.13 h
+    check = cost.nightly_window(1e8, Estimate.of([5000 * math.exp(-0.2), 5000, 5000 * math.exp(0.2)]), window_hours=6)
+    assert check.fits and check.run_hours == pytest.approx(1e8 / 5000 / 3600)
     assert not check.fits_with_95_confidence
-    assert check.run_hours_ci95_high == pytest.approx(1e8 / (5000 - 4.302653 * 1000 / math.sqrt(3)) / 3600, rel=1e-5)
-    # std 4,000: the interval reaches below 0 samples/s, so no finite worst case
-    assert cost.nightly_window(1e8, Estimate.of([1000, 5000, 9000]), 6).run_hours_ci95_high == math.inf
+    assert check.run_hours_ci95_high == pytest.approx(1e8 / (5000 * math.exp(-0.496828)) / 3600, rel=1e-5)
+    # however wide the spread, the low end of a log-scale interval stays above 0: a finite worst case
+    assert math.isfinite(cost.nightly_window(1e8, Estimate.of([1000, 5000, 9000]), 6).run_hours_ci95_high)
 
 
 def test_predict_prices_the_run():

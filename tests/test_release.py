@@ -1,4 +1,4 @@
-"""The release gate, the ratio interval and the release registry (chapter 06)."""
+"""The release gate and the release registry (chapter 06)."""
 import dataclasses
 import json
 import math
@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from gpucost_lab import release
 from gpucost_lab.contract import BenchmarkContract
-from gpucost_lab.release import CHECKS, CandidateResult, Decision, Registry, gate, ratio_interval
-from gpucost_lab.stats import Estimate
+from gpucost_lab.release import CHECKS, CandidateResult, Decision, Registry, gate
+from gpucost_lab.compare import CostComparison
+from gpucost_lab.stats import Estimate, Interval
 
 T_975 = {2: 4.302653, 4: 2.776445}  # t(0.975, df) from a t table
 GB = 10**9
@@ -29,8 +30,9 @@ def result(contract, name, costs, *, parity=True, reasons=(), peak=20 * GB, hour
                            parity_reasons=reasons, peak_memory_bytes=peak, run_hours=hours)
 
 
-BASE_COSTS = [9.5, 10.0, 10.5]  # mean 10, sample std 0.5
-GOOD_COSTS = [7.6, 8.0, 8.4]  # mean 8, sample std 0.4: the same 5% spread, 20% cheaper
+# logs ln 10 -+ 0.05: geometric mean 10, log std 0.05 ; GOOD: the same 5% spread around 8, 20% cheaper
+BASE_COSTS = [10 * math.exp(-0.05), 10.0, 10 * math.exp(0.05)]
+GOOD_COSTS = [8 * math.exp(-0.05), 8.0, 8 * math.exp(0.05)]
 
 
 def decide(contract, candidate=None, **kw):
@@ -38,62 +40,6 @@ def decide(contract, candidate=None, **kw):
     args.update(kw)
     base = result(contract, "fp32-baseline", BASE_COSTS)
     return gate(base, candidate or result(contract, "bf16-candidate", GOOD_COSTS), **args)
-
-
-# --------------------------------------------------------------------------------------------------
-# ratio_interval
-
-
-def test_ratio_interval_by_hand():
-    c, b = Estimate.of(GOOD_COSTS), Estimate.of(BASE_COSTS)
-    # r = 8 / 10 = 0.8
-    # a_c = 0.4^2 / (3 x 8^2) = 0.16 / 192 = 8.3333e-4 ; a_b = 0.5^2 / (3 x 10^2) = 0.25 / 300 = 8.3333e-4
-    # var(log r) = 1.6667e-3, se = 0.0408248
-    # Welch-Satterthwaite: (2a)^2 / (a^2/2 + a^2/2) = 4 degrees of freedom -> t = 2.776445 (table)
-    # half = 2.776445 x 0.0408248 = 0.113348 ; low = 0.8 e^-0.113348 = 0.714276 ; high = 0.8 e^0.113348 = 0.896013
-    ratio, low, high = ratio_interval(c, b)
-    se = math.sqrt(0.16 / 192 + 0.25 / 300)
-    assert ratio == pytest.approx(0.8)
-    assert low == pytest.approx(0.8 * math.exp(-T_975[4] * se), rel=1e-6)
-    assert high == pytest.approx(0.8 * math.exp(T_975[4] * se), rel=1e-6)
-    assert (low, high) == (pytest.approx(0.714276, abs=1e-5), pytest.approx(0.896013, abs=1e-5))
-
-
-def test_ratio_interval_one_constant_sample_uses_the_other_samples_degrees_of_freedom():
-    # baseline constant: a_b = 0, so df = a_c^2 / (a_c^2 / (n_c - 1)) = n_c - 1 = 2 -> t = 4.302653
-    # candidate [90, 100, 110]: mean 100, std 10 ; a_c = 100 / (3 x 10^4) = 1/300 ; se = 0.0577350
-    ratio, low, high = ratio_interval(Estimate.of([90.0, 100.0, 110.0]), Estimate.of([200.0, 200.0, 200.0]))
-    assert ratio == pytest.approx(0.5)
-    assert low == pytest.approx(0.5 * math.exp(-T_975[2] * math.sqrt(1 / 300)), rel=1e-6)  # 0.39 (0.390)
-    assert high == pytest.approx(0.5 * math.exp(T_975[2] * math.sqrt(1 / 300)), rel=1e-6)  # 0.641
-
-
-def test_ratio_interval_of_constant_samples_has_no_width():
-    assert tuple(ratio_interval(Estimate.of([3.0, 3.0]), Estimate.of([4.0, 4.0]))) == (0.75, 0.75, 0.75)
-
-
-@pytest.mark.parametrize("values", [[-1.0, 1.0], [0.0, 0.0]])
-def test_ratio_interval_needs_positive_means(values):
-    with pytest.raises(ValueError, match="candidate mean must be > 0"):
-        ratio_interval(Estimate.of(values), Estimate.of([1.0, 2.0]))
-
-
-positive_samples = st.lists(st.floats(0.1, 1e3), min_size=2, max_size=8)
-
-
-@given(positive_samples, positive_samples, st.floats(0.01, 100))
-def test_ratio_interval_properties(c_values, b_values, k):
-    c, b = Estimate.of(c_values), Estimate.of(b_values)
-    r, low, high = ratio_interval(c, b)
-    assert low <= r * (1 + 1e-12) and r <= high * (1 + 1e-12) and low > 0
-    # swapping the two inverts the interval
-    r2, low2, high2 = ratio_interval(b, c)
-    assert r2 == pytest.approx(1 / r, rel=1e-9)
-    assert (low2, high2) == (pytest.approx(1 / high, rel=1e-9), pytest.approx(1 / low, rel=1e-9))
-    # a change of currency (every cost x k) scales the ratio and its bounds by k
-    rk, lowk, highk = ratio_interval(Estimate.of(v * k for v in c_values), b)
-    assert (rk, lowk, highk) == (pytest.approx(r * k, rel=1e-9), pytest.approx(low * k, rel=1e-6),
-                                 pytest.approx(high * k, rel=1e-6))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -110,8 +56,9 @@ def test_a_good_candidate_is_promoted_with_every_check_reported(contract):
         "parity: passed",
         "memory: 20.0 GB <= 21.6 GB budget",
         "window: run 6.00 h <= 8.00 h window",
-        # 0.8 (0.714 to 0.896): see test_ratio_interval_by_hand
-        "cost: 0.800x baseline cost to target (95% CI 0.714x to 0.896x), lower with 95% confidence",
+        # r = 0.8 ; var(log r) = 0.05^2 / 3 + 0.05^2 / 3 = 1.6667e-3, se 0.0408248 ; Welch df = 4 -> t = 2.776445
+        # half = 0.113348 ; 0.8 e^-0.113348 = 0.714276 ; 0.8 e^0.113348 = 0.896013
+        "cost: 0.800x baseline cost to target (95% CI 0.714 to 0.896): cheaper with 95% confidence",
     )
     assert d.cost_ratio == pytest.approx(0.8)
     assert d.cost_ratio_ci95 == (pytest.approx(0.714276, abs=1e-5), pytest.approx(0.896013, abs=1e-5))
@@ -139,28 +86,45 @@ def test_exactly_at_the_limits_passes(contract):
 
 
 def test_overlapping_costs_are_not_cheaper_with_95_confidence(contract):
-    # candidate [9, 10, 11]: mean 10, std 1 -> ratio 10 / 10 = 1.0 ; its interval straddles 1
-    d = decide(contract, result(contract, "c", [9.0, 10.0, 11.0]))
+    # candidate 10 x e^(-0.1, 0, 0.1): geometric mean 10 -> ratio 1.0 ; its interval straddles 1
+    d = decide(contract, result(contract, "c", [10 * math.exp(-0.1), 10.0, 10 * math.exp(0.1)]))
     assert (d.action, d.to) == ("fallback", "fp32-baseline")
     assert d.checks == {"contract": True, "parity": True, "memory": True, "window": True, "cost": False}
     assert d.cost_ratio == pytest.approx(1.0)
     assert d.cost_ratio_ci95[0] < 1 < d.cost_ratio_ci95[1]
     assert d.reasons[-1].startswith("cost: 1.000x baseline cost to target (95% CI ")
-    assert d.reasons[-1].endswith("not lower with 95% confidence (upper bound >= 1)")
+    assert d.reasons[-1].endswith("the interval contains 1, no difference can be claimed")
 
 
 def test_cheaper_on_average_but_too_noisy_is_not_promoted(contract):
-    # candidate [5, 9, 13]: mean 9 (10% cheaper), std 4 ; a_c = 16 / (3 x 81) = 0.06584 ; a_b = 8.333e-4
-    # df = (0.06667)^2 / (0.06584^2 / 2 + 8.333e-4^2 / 2) = 2.05 ; t(0.975, 2.05) ~ 4.2 (between 4.30 at 2 and 3.18 at 3)
-    # se = sqrt(0.06667) = 0.258 ; high = 0.9 e^(4.2 x 0.258) ~ 2.65
-    d = decide(contract, result(contract, "c", [5.0, 9.0, 13.0]))
+    # candidate 9 x e^(-0.4, 0, 0.4): geometric mean 9 (10% cheaper), log std 0.4 ; se^2 0.16 / 3 = 0.05333,
+    # baseline's 0.0025 / 3 = 8.333e-4 ; var 0.054167 ; df = var^2 / (0.05333^2 / 2 + 8.333e-4^2 / 2) = 2.0625
+    # t(0.975, 2.0625) = 4.22 (between 4.30 at 2 and 3.18 at 3) ; high = 0.9 e^(4.22 x 0.23274) ~ 2.40
+    d = decide(contract, result(contract, "c", [9 * math.exp(-0.4), 9.0, 9 * math.exp(0.4)]))
     assert d.cost_ratio == pytest.approx(0.9)
-    assert d.cost_ratio_ci95[1] == pytest.approx(2.65, abs=0.1)
+    assert d.cost_ratio_ci95[1] == pytest.approx(2.40, abs=0.05)
     assert (d.action, d.checks["cost"]) == ("fallback", False)
 
 
+def test_a_cheaper_but_far_too_wide_interval_is_inconclusive_and_falls_back(contract):
+    # a loaded machine's comparison: 0.035x, 95% CI 0.002 to 0.518 -- "cheaper" on its face, but the interval
+    # spans a factor 259; the quiet machine measures about 0.49x. The gate must not promote on it.
+    cost = CostComparison(Interval(0.035, 0.002, 0.518))
+    d = decide(contract, cost=cost)
+    assert (d.action, d.to, d.checks["cost"]) == ("fallback", "fp32-baseline", False)
+    assert cost.verdict == "inconclusive"
+    assert d.reasons[-1] == ("cost: 0.035x baseline cost to target (95% CI 0.002 to 0.518): the interval spans a "
+                             "factor 259.00, wider than the 1.5 allowed; measure more rounds or quiet the machine")
+
+
+def test_a_derived_cost_without_a_comparison_is_refused(contract):
+    derived = dataclasses.replace(result(contract, "c", GOOD_COSTS), cost_to_target_usd=Interval(8.0, 7.0, 9.0))
+    with pytest.raises(ValueError, match="cost is needed"):
+        decide(contract, derived)
+
+
 def test_a_more_expensive_candidate_falls_back(contract):
-    d = decide(contract, result(contract, "c", [11.4, 12.0, 12.6]))  # 20% dearer, the same 5% spread
+    d = decide(contract, result(contract, "c", [12 * math.exp(-0.05), 12.0, 12 * math.exp(0.05)]))  # 20% dearer
     assert d.cost_ratio == pytest.approx(1.2) and d.action == "fallback"
 
 
@@ -222,7 +186,7 @@ def test_gate_rejects_bad_input(contract, kw, message):
 
 
 def test_candidate_result_rejects_bad_fields(contract):
-    with pytest.raises(ValueError, match="cost_to_target_usd values must all be > 0"):
+    with pytest.raises(ValueError, match="values must all be finite numbers > 0"):
         result(contract, "c", [0.0, 1.0])
     with pytest.raises(ValueError, match="peak_memory_bytes must be an integer >= 0, got -1"):
         result(contract, "c", GOOD_COSTS, peak=-1)

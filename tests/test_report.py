@@ -4,6 +4,8 @@ import os
 import re
 from html.parser import HTMLParser
 
+import math
+
 import pytest
 
 from gpucost_lab import release
@@ -16,14 +18,21 @@ from gpucost_lab.stats import Estimate
 GB = 10**9
 METHOD = "synchronized timing, 3 repeats x 20 steps, Student-t 95% CI"
 
-# Every Estimate below has 3 repeats: mean m, sample std s, half-width t(0.975, 2) x s / sqrt(3),
-# t(0.975, 2) = 4.302653 (t table), so the half-width is 2.484138 x s.
-BASE_THROUGHPUT = [9_000.0, 10_000.0, 11_000.0]  # 10,000 +- 2,484.1 -> 7,516 to 12,484
-CAND_THROUGHPUT = [12_400.0, 12_500.0, 12_600.0]  # 12,500 +- 248.41 -> 12,252 to 12,748
-BASE_PER_SAMPLE = [1.0e-7, 1.1e-7, 1.2e-7]  # 1.1e-7 +- 2.4841e-8 -> 8.516e-08 to 1.348e-07
-CAND_PER_SAMPLE = [8.7e-8, 8.8e-8, 8.9e-8]  # 8.8e-8 +- 2.4841e-9 -> 8.552e-08 to 9.048e-08
-BASE_TO_TARGET = [0.95, 1.0, 1.05]  # 1.0 +- 0.124207 -> 0.8758 to 1.1242 (to the candidate's 4 decimals)
-CAND_TO_TARGET = [0.79, 0.8, 0.81]  # 0.8 +- 0.0248414 -> 0.7752 to 0.8248 (4 significant digits: 0.8000)
+
+def spread(centre: float, a: float) -> list[float]:
+    """Three repeats centre x e^(-a, 0, a): geometric mean ``centre``, log std ``a``."""
+    return [centre * math.exp(-a), centre, centre * math.exp(a)]
+
+
+# Every Estimate below has 3 repeats: geometric mean g, log std a, interval g x exp(-+ t(0.975, 2) x a / sqrt(3)),
+# t(0.975, 2) = 4.302653 (t table): a = 0.1 -> exp(-+0.248414) = x0.780037 / x1.281990 ; a = 0.05 -> exp(-+0.124207)
+# = x0.883197 / x1.132250 ; a = 0.01 -> exp(-+0.0248414) = x0.975465 / x1.025152.
+BASE_THROUGHPUT = spread(10_000.0, 0.1)  # 7,800 to 12,820
+CAND_THROUGHPUT = spread(12_500.0, 0.01)  # 12,193 to 12,814
+BASE_PER_SAMPLE = spread(1.1e-7, 0.1)  # 8.580e-08 to 1.410e-07
+CAND_PER_SAMPLE = spread(8.8e-8, 0.01)  # 8.584e-08 to 9.021e-08
+BASE_TO_TARGET = spread(1.0, 0.05)  # 0.8832 to 1.1323 (to the candidate's 4 decimals)
+CAND_TO_TARGET = spread(0.8, 0.01)  # 0.7804 to 0.8201 (4 significant digits: 0.8000)
 
 
 @pytest.fixture(scope="module")
@@ -81,15 +90,15 @@ def test_formats_by_hand():
     assert format_number(2.1) == "2.100"
     assert format_number(0.01234) == "0.01234"
     assert format_number(1.1e-7) == "1.100e-07"
-    assert format_estimate(Estimate.of(BASE_THROUGHPUT), "samples/s") == "10,000 samples/s (95% CI 7,516 to 12,484)"
-    assert format_estimate(Estimate.of(BASE_TO_TARGET), "USD") == "1.000 USD (95% CI 0.876 to 1.124)"
-    assert format_estimate(Estimate.of(BASE_PER_SAMPLE), "USD") == "1.100e-07 USD (95% CI 8.516e-08 to 1.348e-07)"
+    assert format_estimate(Estimate.of(BASE_THROUGHPUT), "samples/s") == "10,000 samples/s (95% CI 7,800 to 12,820)"
+    assert format_estimate(Estimate.of(BASE_TO_TARGET), "USD") == "1.000 USD (95% CI 0.883 to 1.132)"
+    assert format_estimate(Estimate.of(BASE_PER_SAMPLE), "USD") == "1.100e-07 USD (95% CI 8.580e-08 to 1.410e-07)"
     # a row shares one format: 4 significant digits for its smallest mean (0.8 -> 4 decimals)
     assert format_estimates([Estimate.of(BASE_TO_TARGET), Estimate.of(CAND_TO_TARGET)], "USD") == [
-        "1.0000 USD (95% CI 0.8758 to 1.1242)", "0.8000 USD (95% CI 0.7752 to 0.8248)"]
+        "1.0000 USD (95% CI 0.8832 to 1.1323)", "0.8000 USD (95% CI 0.7804 to 0.8201)"]
     # one mean below 0.001: both in scientific notation ; [0.0019, 0.002, 0.0021]: s = 1e-4, half 2.4841e-4
-    assert format_estimates([Estimate.of([0.0019, 0.002, 0.0021]), Estimate.of([9e-4, 9e-4])]) == [
-        "2.000e-03 (95% CI 1.752e-03 to 2.248e-03)", "9.000e-04 (95% CI 9.000e-04 to 9.000e-04)"]
+    assert format_estimates([Estimate.of(spread(0.002, 0.05)), Estimate.of([9e-4, 9e-4])]) == [
+        "2.000e-03 (95% CI 1.766e-03 to 2.265e-03)", "9.000e-04 (95% CI 9.000e-04 to 9.000e-04)"]
 
 
 EXPECTED = [  # (what, the text the report must show), formatted by hand from the numbers above
@@ -103,15 +112,15 @@ EXPECTED = [  # (what, the text the report must show), formatted by hand from th
     ("method", METHOD),
     ("price", "2.10 USD: an assumption, not a measurement"),
     ("quality target", "validation accuracy >= 0.90"),
-    ("base throughput", "10,000 samples/s (95% CI 7,516 to 12,484)"),
-    ("cand throughput", "12,500 samples/s (95% CI 12,252 to 12,748)"),
-    ("base cost per sample", "1.100e-07 USD (95% CI 8.516e-08 to 1.348e-07)"),
-    ("cand cost per sample", "8.800e-08 USD (95% CI 8.552e-08 to 9.048e-08)"),
+    ("base throughput", "10,000 samples/s (95% CI 7,800 to 12,820)"),
+    ("cand throughput", "12,500 samples/s (95% CI 12,193 to 12,814)"),
+    ("base cost per sample", "1.100e-07 USD (95% CI 8.580e-08 to 1.410e-07)"),
+    ("cand cost per sample", "8.800e-08 USD (95% CI 8.584e-08 to 9.021e-08)"),
     ("base peak memory", "2.5 MB (2,500,000 bytes)"),
     ("cand peak memory", "1.2 MB (1,234,567 bytes)"),
     ("steps to target", "1,250"),
-    ("base cost to target", "1.0000 USD (95% CI 0.8758 to 1.1242)"),  # one row, one format
-    ("cand cost to target", "0.8000 USD (95% CI 0.7752 to 0.8248)"),
+    ("base cost to target", "1.0000 USD (95% CI 0.8832 to 1.1323)"),  # one row, one format
+    ("cand cost to target", "0.8000 USD (95% CI 0.7804 to 0.8201)"),
     ("parity", "passed: accuracy 0.912 vs 0.915, within 0.01"),
     ("candidate contract change", "dtype: 'float32' -> 'bfloat16'"),
     ("decision", "promote"),
@@ -165,7 +174,7 @@ def test_both_formats_show_the_same_values(contract):
     md_cells = {md_unescape(c.strip()) for line in render_markdown(data).splitlines() if line.startswith("|")
                 for c in line.strip("|").split(" | ")}
     page = render_html(data)
-    for value in ("8.800e-08 USD (95% CI 8.552e-08 to 9.048e-08)", "1.2 MB (1,234,567 bytes)", "v6-last-good"):
+    for value in ("8.800e-08 USD (95% CI 8.584e-08 to 9.021e-08)", "1.2 MB (1,234,567 bytes)", "v6-last-good"):
         assert value in md_cells and f"<td>{value}</td>" in page
 
 

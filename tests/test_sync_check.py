@@ -1,9 +1,11 @@
 """Unsynchronized timing is flagged before it is priced (chapter 06).
 
 Hand-derived figures, as in tests/test_timing.py: the fake device queues 10 ms of work per step and
-returns from a launch after 1 us of host time. The contract fixture times 3 repeats of 10 steps of a
-256-sample batch. Synchronized: 10 x 10 ms = 0.1 s per repeat, 2,560 / 0.1 = 25,600 samples/s.
-Unsynchronized: 10 x 1 us = 10 us per repeat, 2,560 / 1e-5 = 2.56e8 samples/s; ratio 10,000.
+returns from a launch after 1 us of host time. The contract fixture asks 3 repeats of 10 steps of a
+256-sample batch; compare_sync runs them as 3 rounds of unsynchronized, synchronized, synchronized,
+unsynchronized blocks. Synchronized: the queue is drained first, then 10 x 10 ms = 0.1 s per block,
+2,560 / 0.1 = 25,600 samples/s. Unsynchronized: 10 x 1 us = 10 us per block (the clock stops before
+the queue drains), 2,560 / 1e-5 = 2.56e8 samples/s; ratio 10,000.
 """
 import time
 
@@ -13,7 +15,6 @@ from gpucost_lab.async_device import AsyncDevice
 from gpucost_lab.roofline import Roofline, lookup
 from gpucost_lab.sync_check import SyncCheck, check_measurement, compare_sync
 from gpucost_lab.timing import measure, measure_unsynchronized
-from gpucost_lab.workloads import ClassificationTask, TrainingStep
 
 # one SGD step of Linear(1024, 1024) whose input needs no grad: forward matmul and weight-gradient
 # matmul, 2 x (2 x 1024 x 1024) FLOPs per sample
@@ -31,7 +32,10 @@ def test_an_asynchronous_step_is_flagged_with_the_hand_derived_ratio(contract, f
     assert check.threshold == 1.5
     assert len(check.reasons) == 1 and "10,000x the synchronized" in check.reasons[0]
     # the synchronized measurement is kept, and it is the honest one
-    assert check.synchronized_measurement.repeat_times_s == pytest.approx((0.1, 0.1, 0.1))
+    assert check.synchronized_measurement.repeat_times_s == pytest.approx((0.1,) * 6)
+    # the two ways alternate: U S S U per round, a synchronization around every synchronized block only
+    ends = [i for i, event in enumerate(dev.log) if event == "clock"][1::2]
+    assert "".join("S" if dev.log[i - 1] == "sync" else "U" for i in ends) == "USSU" * 3
 
 
 def test_a_device_that_finishes_before_returning_is_not_flagged(contract, fake_device):
@@ -43,8 +47,9 @@ def test_a_device_that_finishes_before_returning_is_not_flagged(contract, fake_d
 
 
 def test_a_timing_that_rises_with_synchronization_is_flagged_as_unstable(contract):
-    # scripted clock: 3 unsynchronized repeats of 0.3 s, then 3 synchronized ones of 0.1 s: ratio 1/3
-    ticks = iter([0.0, 0.3, 1.0, 1.3, 2.0, 2.3, 3.0, 3.1, 4.0, 4.1, 5.0, 5.1])
+    # scripted clock, 3 rounds of U S S U blocks: unsynchronized blocks of 0.3 s, synchronized of 0.1 s: ratio 1/3
+    durations = [0.3, 0.1, 0.1, 0.3] * 3
+    ticks = iter([x for i, d in enumerate(durations) for x in (float(i), i + d)])
     check = compare_sync(lambda: None, contract(), clock=lambda: next(ticks))
     assert check.ratio == pytest.approx(1 / 3)
     assert check.flagged and "unstable" in check.reasons[0]
@@ -94,11 +99,24 @@ def test_an_async_cpu_device_is_flagged(contract):
     assert check.synchronized_units_per_s <= 2 * 10 * 256 / 0.05 / 2  # at most 10 x 256 samples per 50 ms
 
 
-def test_a_synchronous_cpu_step_is_not_flagged(contract):
-    step = TrainingStep(ClassificationTask(train_samples=512, val_samples=16), batch_size=256)
-    check = compare_sync(step, contract(warmup_steps=3, measured_steps=20, repeats=3))
+def test_a_synchronous_step_is_not_flagged_when_one_block_is_stalled(contract):
+    # a synchronous step of 1 ms, so 10 ms per 10-step block either way; another program stalls the first
+    # synchronized block (block 1 of U S S U) 10x. The median block ignores the stall: ratio exactly 1.
+    now, reads = [0.0], [0]
+
+    def clock():
+        reads[0] += 1
+        return now[0]
+
+    def step():
+        block = (reads[0] - 1) // 2  # two clock reads per block
+        now[0] += 0.001 * (10 if block == 1 else 1)
+
+    check = compare_sync(step, contract(warmup_steps=0), clock=clock)
     assert not check.flagged, check.reasons
-    assert 1 / 1.5 <= check.ratio <= 1.5  # CPU operators finish before they return: ratio about 1
+    assert check.ratio == pytest.approx(1.0)
+    assert check.synchronized_units_per_s == pytest.approx(2560 / 0.01)
+    assert max(check.synchronized_measurement.repeat_times_s) == pytest.approx(0.1)  # the stalled block, kept
 
 
 def test_to_dict_is_plain_data(contract, fake_device):

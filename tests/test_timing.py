@@ -21,9 +21,9 @@ def test_synchronized_timing_counts_the_device_work(contract, fake_device):
     dev = fake_device(work_s=0.01)
     m = measure(dev.launch, contract(), clock=dev.clock, synchronize=dev.synchronize)
     assert m.repeat_times_s == pytest.approx((0.1, 0.1, 0.1))
-    assert m.step_time_s.mean == pytest.approx(0.01)
-    assert m.units_per_s_mean == pytest.approx(25_600)
-    assert m.units_per_s_std == pytest.approx(0.0, abs=1e-6)
+    assert m.step_time_s.geomean == pytest.approx(0.01)
+    assert m.units_per_s_geomean == pytest.approx(25_600)
+    assert m.units_per_s.log_std == pytest.approx(0.0, abs=1e-9)
     assert m.synchronized
 
 
@@ -42,7 +42,7 @@ def test_unsynchronized_timing_reports_the_launch_rate(contract, fake_device):
     m = measure_unsynchronized(dev.launch, contract(), clock=dev.clock)
     assert "sync" not in dev.log
     assert m.repeat_times_s == pytest.approx((1e-5,) * 3)
-    assert m.units_per_s_mean == pytest.approx(2.56e8)
+    assert m.units_per_s_geomean == pytest.approx(2.56e8)
     assert not m.synchronized
 
 
@@ -56,9 +56,9 @@ def test_roofline_flags_the_unsynchronized_number_as_impossible(contract, fake_d
     honest_dev = fake_device(0.01)
     honest = measure(honest_dev.launch, contract(), clock=honest_dev.clock, synchronize=honest_dev.synchronize)
     # 25,600 x 4.19e6 = 1.07e11 FLOP/s: 0.34% of the peak
-    assert not check_throughput(honest.units_per_s_mean, flops_per_sample, a10).impossible
+    assert not check_throughput(honest.units_per_s_geomean, flops_per_sample, a10).impossible
     # the unsynchronized clock implies 2.56e8 x 4.19e6 = 1.07e15 FLOP/s, 34x the peak
-    flagged = check_throughput(fast.units_per_s_mean, flops_per_sample, a10)
+    flagged = check_throughput(fast.units_per_s_geomean, flops_per_sample, a10)
     assert flagged.impossible
     assert flagged.fraction_of_bound == pytest.approx(2.56e8 * flops_per_sample / 31.2e12)
     assert "synchroniz" in flagged.message
@@ -74,11 +74,12 @@ def test_unsynchronized_result_cannot_be_compared_with_a_synchronized_one(contra
 
 def test_statistics_from_a_scripted_clock(contract):
     # three repeats of 10 steps of 256 samples taking 0.5, 0.4 and 0.625 s:
-    # 2,560 samples / t = 5,120, 6,400 and 4,096 samples/s, mean 5,205.33
+    # 2,560 samples / t = 5,120, 6,400 and 4,096 samples/s; 0.5 x 0.4 x 0.625 = 0.125 = 0.5^3, so the geometric
+    # mean repeat is 0.5 s and the throughput 2,560 / 0.5 = 5,120 samples/s (the geometric mean of the rates)
     ticks = iter([0.0, 0.5, 10.0, 10.4, 20.0, 20.625])
     m = measure(lambda: None, contract(), clock=lambda: next(ticks))
     assert m.units_per_s.values == pytest.approx((5120, 6400, 4096))
-    assert m.units_per_s_mean == pytest.approx(15616 / 3)
+    assert m.units_per_s_geomean == pytest.approx(5120)
     low, high = m.units_per_s_ci95
     assert low < 4096 < 6400 < high  # three spread values: a wide interval
 

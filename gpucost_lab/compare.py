@@ -1,0 +1,249 @@
+"""Interleaved A/B comparison of two step functions (chapters 03 and 06): the one way the course compares.
+
+Measuring the baseline, then the candidate, puts everything that changed in between (another
+program waking up, the CPU clocking down, a browser tab) into the comparison and into no interval.
+:func:`compare_steps` interleaves them in **ABBA rounds**: baseline, candidate, candidate, baseline.
+Drift that is linear over a round hits both sides equally, and each side is timed once first and
+once second. Each round gives one paired ratio,
+
+    round ratio = sqrt(candidate block 1 x candidate block 2 / (baseline block 1 x baseline block 2)),
+
+and the comparison is summarised on the log scale (:mod:`gpucost_lab.stats`): ``time_ratio`` is the
+geometric mean of the round ratios, which equals the ratio of the two sides' geometric-mean step
+times, so a table of the two sides' throughputs and costs agrees with the ratio by construction. Its
+95% interval is a Student-t interval over the rounds' log ratios.
+
+The verdict is "faster" or "slower" only when the interval excludes 1 *and* is narrow enough to act
+on (:data:`MAX_WIDTH_FACTOR`); otherwise it is "inconclusive", and the honest next step is more
+rounds or a quieter machine, not a decision.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Sequence
+
+from . import device as _device
+from ._validate import greater_than, integer_at_least
+from .contract import BenchmarkContract
+from .stats import Estimate, Interval, combine
+from .timing import Clock, Measurement
+
+# An interval whose high end is more than 1.5x its low end is too wide to act on. Why 1.5: the changes
+# the course prices move cost by 10-50%, and a release decision needs the interval to tell such a
+# change from no change; a factor 1.5 (about -+20% around the centre) still does, a wider one means
+# the machine's noise, not the change, decides. On a quiet machine the course's comparisons span
+# 1.02-1.15; on a laptop with two busy programs beside it, 1.1-1.4.
+MAX_WIDTH_FACTOR = 1.5
+VERDICTS = ("faster", "slower", "inconclusive")
+COST_VERDICTS = ("cheaper", "more expensive", "inconclusive")
+
+
+def _why(interval: Interval, below: str, above: str, max_width_factor: float) -> tuple[str, str]:
+    """(verdict, sentence) for a ratio interval: below 1 -> ``below``, above 1 -> ``above``."""
+    r, low, high = interval
+    said = f"{r:.3f}x (95% CI {low:.3f} to {high:.3f})"
+    if low <= 1.0 <= high:
+        return "inconclusive", f"{said}: the interval contains 1, no difference can be claimed"
+    if interval.width_factor > max_width_factor:
+        return "inconclusive", (f"{said}: the interval spans a factor {interval.width_factor:.2f}, wider than the "
+                                f"{max_width_factor:g} allowed; measure more rounds or quiet the machine")
+    return (below, f"{said}: {below} with 95% confidence") if high < 1.0 else (above, f"{said}: {above} with 95% "
+                                                                                  "confidence")
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Raw per-block times of an interleaved comparison; every statistic is derived from them.
+
+    Block ``2 i`` and ``2 i + 1`` of each side belong to round ``i`` (run order: baseline, candidate,
+    candidate, baseline). Each block is ``measured_steps`` steps of the side's own contract.
+    """
+
+    baseline_contract: BenchmarkContract
+    candidate_contract: BenchmarkContract
+    baseline_block_times_s: tuple[float, ...]
+    candidate_block_times_s: tuple[float, ...]
+    max_width_factor: float = MAX_WIDTH_FACTOR
+
+    def __post_init__(self) -> None:
+        n_b, n_c = len(self.baseline_block_times_s), len(self.candidate_block_times_s)
+        if n_b != n_c or n_b < 4 or n_b % 2:
+            raise ValueError(f"block times must hold 2 per round for both sides, at least 2 rounds, got "
+                             f"{n_b} baseline and {n_c} candidate blocks")
+        for side, times in (("baseline", self.baseline_block_times_s), ("candidate", self.candidate_block_times_s)):
+            for i, t in enumerate(times):
+                if not (isinstance(t, float) and math.isfinite(t) and t > 0):
+                    raise ValueError(f"{side}_block_times_s[{i}] must be a finite time > 0 s, got {t!r}: the clock "
+                                     "is coarser than the timed block; raise measured_steps")
+
+    @property
+    def rounds(self) -> int:
+        return len(self.baseline_block_times_s) // 2
+
+    @property
+    def round_ratios(self) -> Estimate:
+        """Candidate / baseline step time, one paired ratio per round."""
+        b, c = self.baseline_block_times_s, self.candidate_block_times_s
+        steps_b, steps_c = self.baseline_contract.measured_steps, self.candidate_contract.measured_steps
+        return Estimate.of(math.sqrt(c[2 * i] * c[2 * i + 1] / (b[2 * i] * b[2 * i + 1])) * steps_b / steps_c
+                           for i in range(self.rounds))
+
+    @property
+    def interval(self) -> Interval:
+        return self.round_ratios.interval
+
+    @property
+    def time_ratio(self) -> float:
+        """Candidate step time / baseline step time (below 1: the candidate's steps are faster)."""
+        return self.interval.value
+
+    @property
+    def ci95_low(self) -> float:
+        return self.interval.ci95_low
+
+    @property
+    def ci95_high(self) -> float:
+        return self.interval.ci95_high
+
+    @property
+    def verdict(self) -> str:
+        """"faster", "slower" or "inconclusive", for the candidate's step time."""
+        return _why(self.interval, "faster", "slower", self.max_width_factor)[0]
+
+    @property
+    def reason(self) -> str:
+        """The verdict in a sentence, with the ratio and its interval."""
+        return "step time " + _why(self.interval, "faster", "slower", self.max_width_factor)[1]
+
+    @property
+    def baseline(self) -> Measurement:
+        """The baseline's blocks as a :class:`~gpucost_lab.timing.Measurement` (one repeat per block)."""
+        return _as_measurement(self.baseline_contract, self.baseline_block_times_s)
+
+    @property
+    def candidate(self) -> Measurement:
+        return _as_measurement(self.candidate_contract, self.candidate_block_times_s)
+
+    @property
+    def unit_cost_ratio(self) -> float:
+        """Candidate / baseline time per counted unit (sample or token): the cost-per-unit ratio at one price."""
+        units_b, units_c = self.baseline_contract.units_per_step, self.candidate_contract.units_per_step
+        return self.time_ratio * units_b / units_c
+
+    def cost_to_target(self, baseline_steps: "Sequence[int] | int", candidate_steps: "Sequence[int] | int"
+                       ) -> "CostComparison":
+        """Candidate / baseline cost to the quality target at one price: step-time ratio x steps ratio.
+
+        Steps to target are one count each, or one count per seed. Two equally long lists are taken as
+        the **same seeds in the same order** (a seed fixes the initialisation and the batch order, so a
+        slow seed is slow for both): the steps ratio is then estimated from the per-seed ratios, a
+        paired design that removes the seeds' common spread. Otherwise the two are independent factors.
+        """
+        b, c = _steps("baseline_steps", baseline_steps), _steps("candidate_steps", candidate_steps)
+        if isinstance(b, Estimate) and isinstance(c, Estimate) and b.n == c.n:
+            factors = [(self.round_ratios, 1), (Estimate.of(x / y for x, y in zip(c.values, b.values)), 1)]
+        else:
+            factors = [(self.round_ratios, 1), (c, 1), (b, -1)]
+        return CostComparison(combine(*factors), self.max_width_factor)
+
+    def to_dict(self) -> dict:
+        return {"time_ratio": self.time_ratio, "ci95_low": self.ci95_low, "ci95_high": self.ci95_high,
+                "verdict": self.verdict, "reason": self.reason, "rounds": self.rounds,
+                "max_width_factor": self.max_width_factor,
+                "baseline_block_times_s": list(self.baseline_block_times_s),
+                "candidate_block_times_s": list(self.candidate_block_times_s),
+                "baseline_measured_steps": self.baseline_contract.measured_steps,
+                "candidate_measured_steps": self.candidate_contract.measured_steps}
+
+
+@dataclass(frozen=True)
+class CostComparison:
+    """Candidate / baseline cost to the quality target, with its interval and a verdict."""
+
+    interval: Interval
+    max_width_factor: float = MAX_WIDTH_FACTOR
+
+    @property
+    def ratio(self) -> float:
+        return self.interval.value
+
+    @property
+    def verdict(self) -> str:
+        """"cheaper", "more expensive" or "inconclusive"."""
+        return _why(self.interval, "cheaper", "more expensive", self.max_width_factor)[0]
+
+    @property
+    def reason(self) -> str:
+        return "cost to target " + _why(self.interval, "cheaper", "more expensive", self.max_width_factor)[1]
+
+    def to_dict(self) -> dict:
+        return {**self.interval.to_dict(), "verdict": self.verdict, "reason": self.reason,
+                "max_width_factor": self.max_width_factor}
+
+
+def _steps(name: str, steps: "Sequence[int] | int") -> "Estimate | float":
+    if isinstance(steps, (int, float)) and not isinstance(steps, bool):
+        if not steps > 0:
+            raise ValueError(f"{name} must be > 0, got {steps!r}")
+        return float(steps)
+    steps = tuple(steps)
+    if len(steps) == 1:
+        return _steps(name, steps[0])
+    try:
+        return Estimate.of(steps)
+    except ValueError as e:
+        raise ValueError(f"{name} must be counts > 0, one per seed, got {steps!r}") from e
+
+
+def _as_measurement(contract: BenchmarkContract, times: tuple[float, ...]) -> Measurement:
+    return Measurement(replace(contract, repeats=len(times)), times)
+
+
+def compare_steps(baseline_step: Callable[[], object], candidate_step: Callable[[], object],
+                  contract: BenchmarkContract, *, rounds: int | None = None, clock: Clock = time.perf_counter,
+                  synchronize: Callable[[], None] | None = None, candidate_contract: BenchmarkContract | None = None,
+                  allow: Sequence[str] = (), max_width_factor: float = MAX_WIDTH_FACTOR) -> Comparison:
+    """Warm both steps up, then time them in ``rounds`` ABBA rounds (default: ``contract.repeats``).
+
+    ``candidate_contract`` is the candidate's own contract when it changes a field (e.g. the batch); it
+    must equal ``contract`` except the fields named in ``allow``. Each block runs the side's
+    ``measured_steps`` steps between two synchronizations; ``synchronize`` defaults to the device's.
+    """
+    greater_than("max_width_factor", max_width_factor, 1.0)
+    candidate_contract = contract if candidate_contract is None else candidate_contract
+    contract.require_same(candidate_contract, allow=allow)
+    rounds = integer_at_least("rounds", contract.repeats if rounds is None else rounds, 2)
+    sync = synchronize if synchronize is not None else _device.synchronizer(contract.device)
+    times = interleaved_blocks(((baseline_step, contract, sync), (candidate_step, candidate_contract, sync)),
+                               rounds, clock)
+    return Comparison(contract, candidate_contract, times[0], times[1], max_width_factor)
+
+
+Side = tuple[Callable[[], object], BenchmarkContract, Callable[[], None]]
+
+
+def interleaved_blocks(sides: tuple[Side, Side], rounds: int, clock: Clock) -> tuple[tuple[float, ...], ...]:
+    """Warm up both sides, then time ``rounds`` ABBA rounds of blocks; each side's block times, in run order.
+
+    A side is ``(step, contract, synchronize)``: a block is ``synchronize()``, read the clock, the
+    contract's ``measured_steps`` steps, ``synchronize()``, read the clock.
+    """
+    sides[0][1].check_environment()  # a contract frozen elsewhere does not describe this machine
+    for step, contract, _ in sides:
+        for _ in range(contract.warmup_steps):
+            step()
+    for _, _, sync in sides:
+        sync()
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(rounds):
+        for side in (0, 1, 1, 0):
+            step, contract, sync = sides[side]
+            sync()
+            start_s = clock()
+            for _ in range(contract.measured_steps):
+                step()
+            sync()
+            times[side].append(clock() - start_s)
+    return tuple(times[0]), tuple(times[1])
