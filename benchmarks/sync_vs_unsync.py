@@ -31,8 +31,8 @@ def main() -> None:
         "device": contract.device, "gpu_name": contract.gpu_name,
         "synchronized_samples_per_second": synced.units_per_s.to_dict(),
         "unsynchronized_samples_per_second": unsynced.units_per_s.to_dict(),
-        "unsynchronized_over_synchronized": unsynced.units_per_s_mean / synced.units_per_s_mean,
-        "roofline_check_unsynchronized": (check_throughput(unsynced.units_per_s_mean, flops_per_sample,
+        "unsynchronized_over_synchronized": unsynced.units_per_s_geomean / synced.units_per_s_geomean,
+        "roofline_check_unsynchronized": (check_throughput(unsynced.units_per_s_geomean, flops_per_sample,
                                                            acc.roofline("float32")).to_dict() if acc else None),
     }
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))

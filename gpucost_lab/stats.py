@@ -67,10 +67,6 @@ class Estimate:
         return self.geomean
 
     @property
-    def mean(self) -> float:  # TEMPORARY alias while chapters move to geomean; remove before commit
-        return self.geomean
-
-    @property
     def log_std(self) -> float:
         """Sample standard deviation of the logs (n - 1 in the denominator): about the relative spread."""
         m = self.mean_log

@@ -8,12 +8,11 @@ such a number before it reaches a price:
   when its throughput implies more FLOP/s than the roofline bound allows
   (:func:`gpucost_lab.roofline.check_throughput`);
 - :func:`compare_sync`: the same step measured without and with synchronization, the two ways
-  interleaved and summarised by their median blocks, flagged when the two throughputs differ by more
-  than ``threshold`` times. On a synchronous CPU step they agree, on a busy machine too.
+  interleaved and each summarised by its fastest block, flagged when the two throughputs differ by
+  more than ``threshold`` times. On a synchronous CPU step they agree, on a busy machine too.
 """
 from __future__ import annotations
 
-import statistics
 import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
@@ -32,7 +31,7 @@ class SyncCheck:
 
     flagged: bool  # True: a number here depends on synchronization or breaks the bound; price no unsynchronized one
     reasons: tuple[str, ...]  # one sentence per problem found; empty when not flagged
-    # throughput timed without / with synchronization (compare_sync: its median block; check_measurement: the
+    # throughput timed without / with synchronization (compare_sync: its fastest block; check_measurement: the
     # measurement's geometric mean); None if not measured that way
     unsynchronized_units_per_s: float | None
     synchronized_units_per_s: float | None
@@ -123,8 +122,10 @@ def compare_sync(step: Callable[[], object], contract: BenchmarkContract,
 
     The two ways alternate in ``contract.repeats`` ABBA rounds (unsynchronized, synchronized,
     synchronized, unsynchronized; :func:`gpucost_lab.compare.interleaved_blocks`), so a machine that
-    slows down or speeds up part-way hits both alike, and each way's throughput is taken from the
-    **median** block, so one block stalled by another program does not decide. ``synchronize``
+    slows down or speeds up part-way hits both alike, and each way's throughput is taken from its
+    **fastest** block: another program can only ever add time to a block (a 2-ms block on a busy
+    2-core machine is often stretched 3x by one scheduler time slice, so even a median is not safe),
+    and the fastest block is the closest to the work itself, the rule ``timeit`` follows. ``synchronize``
     defaults to the contract device's (as in :func:`~gpucost_lab.timing.measure`). The ratio is
     unsynchronized / synchronized throughput: far above 1 when the clock stopped before queued work
     finished; below ``1 / threshold`` the timing itself is unstable. With ``flops_per_unit`` and
@@ -141,7 +142,7 @@ def compare_sync(step: Callable[[], object], contract: BenchmarkContract,
             raise ValueError(f"unsynchronized block {i} took {t!r} s: the clock is coarser than the timed block; "
                              "raise measured_steps")
     units = contract.units_per_step * contract.measured_steps
-    fast, honest = units / statistics.median(unsynced_times), units / statistics.median(synced_times)
+    fast, honest = units / min(unsynced_times), units / min(synced_times)
     ratio = fast / honest
     unit = contract.counted_unit
     bound = _bound(honest, synced, flops_per_unit, roofline, intensity_flops_per_byte)

@@ -59,10 +59,6 @@ class Measurement:
         return self.units_per_s.geomean
 
     @property
-    def units_per_s_mean(self) -> float:  # TEMPORARY alias; remove before commit
-        return self.units_per_s.geomean
-
-    @property
     def units_per_s_ci95(self) -> tuple[float, float]:
         est = self.units_per_s
         return est.ci95_low, est.ci95_high

@@ -6,7 +6,7 @@ the chapter's own objects, or the choice the section argues for.
 
 ANSWERS: dict[str, dict[str, str]] = {
     "01_freeze_the_contract.ipynb": {
-        "ch01_q1_answer": "overstatement = unsynced.units_per_s_mean / synced.units_per_s_mean",
+        "ch01_q1_answer": "overstatement = unsynced.units_per_s_geomean / synced.units_per_s_geomean",
         "ch01_q2_answer": "fields_named = len(mismatch.changes)",
         "ch01_q3_answer": 'sync_function = "torch.cuda.synchronize"',
         "ch01_q4_answer": 'first_steps_representative = "false"',
@@ -19,8 +19,8 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch02_q5_answer": 'profile_every_step_is_truer = "false"',
     },
     "03_price_the_result.ipynb": {
-        "ch03_q1_answer": 'baseline_cost_per_sample_usd = cost_per_sample["baseline"].mean',
-        "ch03_q2_answer": 'relative_cost_to_target = to_target["candidate"].mean / to_target["baseline"].mean',
+        "ch03_q1_answer": 'baseline_cost_per_sample_usd = cost_per_sample["baseline"].geomean',
+        "ch03_q2_answer": 'relative_cost_to_target = to_target["candidate"].value / to_target["baseline"].value',
         "ch03_q3_answer": 'course_question = "more expensive"',
         "ch03_q4_answer": 'price_is = "assumption"',
     },
