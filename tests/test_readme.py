@@ -42,7 +42,7 @@ def test_every_cli_json_key_is_in_the_readme(capsys, argv):
 
 
 def test_plan_keys_are_in_the_readme(capsys, tmp_path):
-    assert main(["plan", "--candidate", "tiny-model", "--repeats", "2", "--report", str(tmp_path / "r.md"),
+    assert main(["plan", "--candidate", "tiny-model", "--rounds", "2", "--report", str(tmp_path / "r.md"),
                  "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     top_ops = [op for side in ("baseline", "candidate") for op in out[side].pop("top_ops")]
