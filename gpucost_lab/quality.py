@@ -1,9 +1,14 @@
 """Quality parity before a cheaper run is released (chapter 06, "release the result"; chapter 03 introduces it).
 
-A faster step is only cheaper if it buys the same quality. :func:`check_parity` holds a candidate run
-(a new precision, batch or kernel) against the baseline at the *same* quality target: both must reach
-it, and the candidate's held-out metric may fall short of the baseline's by at most a declared
-tolerance. Only a run that passes is priced (:func:`price_to_target`, cost per step x steps to target).
+A faster step is only cheaper if it buys the same quality. :func:`check_parity_over_seeds` holds a
+candidate (a new precision, batch or kernel) against the baseline over several seeds
+(:func:`train_over_seeds`, :class:`SeedRuns`): every seed of both must reach the same quality target
+within the same fixed step budget, and the candidate's held-out metric after that budget, averaged
+over the seeds, may fall short of the baseline's by at most a declared tolerance. The per-seed steps
+to target (:attr:`SeedRuns.steps_to_target_values`) are what the cost-to-target interval is built
+from. :func:`check_parity` is the single-seed check: it compares each run's metric at the
+evaluation that first met the target, which two runs that both reach it pass almost by construction.
+Only a run that passes is priced (:func:`price_to_target`, cost per step x steps to target).
 
 The tolerance is declared per precision in :data:`DTYPE_TOLERANCE`, before the run, never fitted to it:
 
@@ -20,11 +25,13 @@ The tolerance is declared per precision in :data:`DTYPE_TOLERANCE`, before the r
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from numbers import Integral
+from statistics import fmean
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Iterable, NamedTuple
 
 from . import cost as _cost
-from ._validate import fraction, one_of, positive
+from ._validate import fraction, integer_at_least, one_of, positive
 from .workloads import PRECISIONS, ClassificationTask, SequenceTask, TrainResult, train_to_target
 
 # Largest allowed shortfall of the candidate's held-out metric below the baseline's, per precision
@@ -37,18 +44,29 @@ _SLACK = 1e-12  # float rounding in "baseline - tolerance"; far below any metric
 
 @dataclass(frozen=True)
 class ParityReport:
-    """Does the candidate buy the same quality as the baseline? Every failed condition is named."""
+    """Does the candidate buy the same quality as the baseline? Every failed condition is named.
+
+    From :func:`check_parity` (one run each) or :func:`check_parity_over_seeds` (then the metrics are
+    means over the seeds after ``budget_steps`` steps, the steps to target means over the seeds, and
+    the per-seed fields hold each seed's numbers in the order of ``seeds``).
+    """
 
     passed: bool  # both reached the same target and the candidate's metric is within tolerance
     metric: str  # what the numbers measure, e.g. "accuracy" (held out)
-    baseline_metric: float  # the baseline's held-out metric where it stopped
-    candidate_metric: float  # the candidate's held-out metric where it stopped
+    baseline_metric: float  # the baseline's held-out metric where it stopped (over seeds: mean at the budget)
+    candidate_metric: float  # the candidate's held-out metric where it stopped (over seeds: mean at the budget)
     tolerance: float  # largest allowed shortfall of candidate_metric below baseline_metric
-    baseline_steps_to_target: int | None  # None when the baseline missed the target
-    candidate_steps_to_target: int | None  # None when the candidate missed the target
+    baseline_steps_to_target: float | None  # None when the baseline missed the target (over seeds: mean; None if any missed)
+    candidate_steps_to_target: float | None  # None when the candidate missed the target (over seeds: as the baseline's)
     reasons: tuple[str, ...]  # one sentence per failed condition; empty when passed
     target_accuracy: float  # the candidate's quality target
     candidate_precision: str  # how the candidate trained, one of PRECISIONS
+    seeds: tuple[int, ...] = ()  # the candidate's seeds, over seeds; () for a single-seed check
+    budget_steps: int | None = None  # the fixed step budget the metrics were read at, over seeds
+    baseline_metric_per_seed: tuple[float, ...] = ()  # held-out metric after budget_steps, per seed
+    candidate_metric_per_seed: tuple[float, ...] = ()
+    baseline_steps_per_seed: tuple[int | None, ...] = ()  # steps to target per seed; None where it missed
+    candidate_steps_per_seed: tuple[int | None, ...] = ()
 
     @property
     def steps_change(self) -> float | None:
@@ -59,7 +77,9 @@ class ParityReport:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        d["reasons"] = list(self.reasons)
+        for name in ("reasons", "seeds", "baseline_metric_per_seed", "candidate_metric_per_seed",
+                     "baseline_steps_per_seed", "candidate_steps_per_seed"):
+            d[name] = list(d[name])
         d["steps_change"] = self.steps_change
         return d
 
@@ -71,9 +91,11 @@ def _budget(result: TrainResult) -> str:
 
 def check_parity(baseline: TrainResult, candidate: TrainResult, tolerance: float | None = None,
                  precision: str | None = None) -> ParityReport:
-    """Hold ``candidate`` against ``baseline`` at the same quality target.
+    """Hold ``candidate`` against ``baseline`` at the same quality target: the single-seed check.
 
-    Passes only if both runs measure the same metric, aimed at the same target, both reached it, and
+    Each run's metric is read where it stopped, the evaluation that first met the target, so two
+    runs that both reach it pass almost by construction; a release decision compares several seeds
+    at a fixed step budget with :func:`check_parity_over_seeds`. Passes only if both runs measure the same metric, aimed at the same target, both reached it, and
     ``candidate.final_val_accuracy >= baseline.final_val_accuracy - tolerance``. ``tolerance``
     defaults to :data:`DTYPE_TOLERANCE` of ``precision``, which defaults to the candidate's precision.
     """
@@ -144,3 +166,221 @@ def price_to_target(report: ParityReport, baseline_cost_per_step_usd: float,
     relative = candidate_usd / baseline_usd
     return {"baseline_cost_to_target_usd": baseline_usd, "candidate_cost_to_target_usd": candidate_usd,
             "relative_cost": relative, "verdict": _cost.verdict(relative)}
+
+
+# ---- quality over seeds -------------------------------------------------------------------------------------------
+
+MIN_SEEDS = 3  # fewest seeds a seed study accepts by default: one seed says nothing about the spread
+# Fields every run of one SeedRuns shares: one config, trained once per seed.
+_SAME_CONFIG = ("metric", "counted_unit", "target_accuracy", "batch_size", "lr", "hidden", "precision", "device",
+                "budget_steps")
+
+
+def _seed_list(seeds: Iterable[int]) -> str:
+    return ", ".join(str(s) for s in seeds)
+
+
+@dataclass(frozen=True)
+class SeedRuns:
+    """One config trained once per seed (:func:`train_over_seeds`): its quality and steps to target per seed.
+
+    The runs share every setting but the seed (metric, target, batch, lr, hidden, precision, device,
+    step budget) and their seeds are distinct; otherwise ``ValueError`` names the field. The runs are
+    kept in seed order, so two studies over the same seeds line up seed by seed.
+    """
+
+    runs: tuple[TrainResult, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.runs, TrainResult) or not isinstance(self.runs, (tuple, list)):
+            raise ValueError(f"runs must be a tuple of TrainResult, got {type(self.runs).__name__}")
+        runs = tuple(self.runs)
+        object.__setattr__(self, "runs", runs)
+        if not runs:
+            raise ValueError("runs must hold at least one TrainResult, got ()")
+        for i, run in enumerate(runs):
+            if not isinstance(run, TrainResult):
+                raise ValueError(f"runs[{i}] must be a TrainResult, got {type(run).__name__}")
+            if run.seed is None:
+                raise ValueError(f"runs[{i}].seed must be an integer (the run's seed), got None")
+        if len(set(self.seeds)) != len(runs):
+            raise ValueError(f"runs must have distinct seeds, got {list(self.seeds)}")
+        object.__setattr__(self, "runs", tuple(sorted(runs, key=lambda run: run.seed)))
+        for name in _SAME_CONFIG:
+            values = [getattr(run, name) for run in runs]
+            if any(v != values[0] for v in values):
+                raise ValueError(f"runs[*].{name} must be the same for every seed (one config), got {values}")
+
+    @property
+    def seeds(self) -> tuple[int, ...]:
+        """Each run's seed (model initialisation and batch order), ascending."""
+        return tuple(run.seed for run in self.runs)
+
+    @property
+    def budget_steps(self) -> int | None:
+        """The fixed step budget every run trained for; None if they stopped at the target."""
+        return self.runs[0].budget_steps
+
+    @property
+    def reached_all(self) -> bool:
+        """Every seed met the target (within the budget, for fixed-budget runs)."""
+        return all(run.reached for run in self.runs)
+
+    @property
+    def missed_seeds(self) -> tuple[int, ...]:
+        """The seeds whose run did not meet the target."""
+        return tuple(run.seed for run in self.runs if not run.reached)
+
+    @property
+    def steps_to_target_per_seed(self) -> tuple[int | None, ...]:
+        """Steps to target per seed, None where a seed missed it."""
+        return tuple(run.steps_to_target for run in self.runs)
+
+    @property
+    def steps_to_target_values(self) -> tuple[int, ...]:
+        """Steps to target per seed, for the cost-to-target interval; only when every seed reached it."""
+        if not self.reached_all:
+            raise ValueError(f"steps_to_target_values needs every seed to reach the target "
+                             f"{self.runs[0].target_accuracy:g}, got seeds {_seed_list(self.missed_seeds)} "
+                             f"that missed it {_budget(self.runs[0])}")
+        return tuple(run.steps_to_target for run in self.runs)
+
+    @property
+    def accuracy_at_budget_values(self) -> tuple[float, ...]:
+        """Held-out metric per seed after exactly ``budget_steps`` steps; only for fixed-budget runs."""
+        if self.budget_steps is None:
+            raise ValueError("budget_steps must be an integer for accuracy_at_budget_values, got None: "
+                             "train with train_over_seeds(..., budget_steps=N)")
+        return tuple(run.accuracy_at_budget for run in self.runs)
+
+    @property
+    def mean_accuracy_at_budget(self) -> float:
+        """Mean over the seeds of :attr:`accuracy_at_budget_values`."""
+        return fmean(self.accuracy_at_budget_values)
+
+    def to_dict(self) -> dict:
+        """Seeds, per-seed steps to target and accuracy at the budget, and each run's summary."""
+        budget = self.budget_steps is not None
+        return {"seeds": list(self.seeds), "budget_steps": self.budget_steps, "reached_all": self.reached_all,
+                "missed_seeds": list(self.missed_seeds),
+                "steps_to_target": list(self.steps_to_target_per_seed),
+                "target_resolution_steps": [run.target_resolution_steps for run in self.runs],
+                "accuracy_at_budget": list(self.accuracy_at_budget_values) if budget else None,
+                "mean_accuracy_at_budget": self.mean_accuracy_at_budget if budget else None,
+                "runs": [run.to_dict() for run in self.runs]}
+
+
+def _check_seeds(seeds: Iterable[int], min_seeds: int) -> tuple[int, ...]:
+    allowed = f"a sequence of at least {min_seeds} distinct integers >= 0"
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
+        raise ValueError(f"seeds must be {allowed}, got {seeds!r}")
+    seeds = tuple(seeds)
+    if (len(seeds) < min_seeds or len(set(seeds)) != len(seeds)
+            or any(isinstance(s, bool) or not isinstance(s, Integral) or s < 0 for s in seeds)):
+        raise ValueError(f"seeds must be {allowed}, got {seeds!r}")
+    return tuple(int(s) for s in seeds)
+
+
+def train_over_seeds(task: ClassificationTask | SequenceTask, seeds: Iterable[int] = (0, 1, 2), *,
+                     budget_steps: int | None = None, min_seeds: int = MIN_SEEDS, **train_kwargs) -> SeedRuns:
+    """Train one config once per seed with :func:`train_to_target`: the spread of its steps to target.
+
+    Each seed draws its own model initialisation and batch order; the data and held-out set are the
+    task's. ``train_kwargs`` go to ``train_to_target`` (``batch_size``, ``lr``, ``hidden``,
+    ``precision``, ...; not ``seed``). With ``budget_steps`` every seed trains exactly that many
+    steps and records its held-out metric there, which :func:`check_parity_over_seeds` compares.
+    At least ``min_seeds`` (3) distinct seeds.
+    """
+    seeds = _check_seeds(seeds, integer_at_least("min_seeds", min_seeds, 1))
+    if "seed" in train_kwargs:
+        raise ValueError(f"seed must not be given to train_over_seeds, got seed={train_kwargs['seed']!r}; "
+                         "pass seeds=(...) instead")
+    return SeedRuns(tuple(train_to_target(task, seed=s, budget_steps=budget_steps, **train_kwargs) for s in seeds))
+
+
+def _missed(name: str, runs: SeedRuns) -> str:
+    missed = runs.missed_seeds
+    return (f"{name} did not reach the target {runs.runs[0].target_accuracy:g} {_budget(runs.runs[0])} "
+            f"with seed{'s' if len(missed) > 1 else ''} {_seed_list(missed)}")
+
+
+def check_parity_over_seeds(baseline: SeedRuns, candidate: SeedRuns, tolerance: float | None = None,
+                            precision: str | None = None, *, min_seeds: int = MIN_SEEDS) -> ParityReport:
+    """Hold ``candidate`` against ``baseline`` over the same seeds at the same fixed step budget.
+
+    Both must come from :func:`train_over_seeds` with the same ``budget_steps`` (else ``ValueError``
+    when either has none). Passes only if both measure the same metric, aimed at the same target,
+    over the same seeds (at least ``min_seeds``) and the same budget, every seed of both met the target
+    within the budget (each seed that missed is named), and the candidate's mean held-out metric
+    after the budget is >= the baseline's mean - ``tolerance``. ``tolerance`` defaults to
+    :data:`DTYPE_TOLERANCE` of ``precision``, which defaults to the candidate's precision.
+    """
+    for name, runs in (("baseline", baseline), ("candidate", candidate)):
+        if not isinstance(runs, SeedRuns):
+            raise ValueError(f"{name} must be a SeedRuns (from train_over_seeds), got {type(runs).__name__}")
+        if runs.budget_steps is None:
+            raise ValueError(f"{name}.budget_steps must be an integer, got None: parity across seeds compares the "
+                             "metric after a fixed step budget; train with train_over_seeds(..., budget_steps=N)")
+    min_seeds = integer_at_least("min_seeds", min_seeds, 1)
+    first, cand_first = baseline.runs[0], candidate.runs[0]
+    precision = one_of("precision", cand_first.precision if precision is None else precision, PRECISIONS)
+    tolerance = fraction("tolerance", DTYPE_TOLERANCE[precision] if tolerance is None else tolerance,
+                         include_zero=True, include_one=False)
+    base_mean, cand_mean = baseline.mean_accuracy_at_budget, candidate.mean_accuracy_at_budget
+
+    reasons = []
+    if first.metric != cand_first.metric:
+        reasons.append(f"the runs measure different metrics: baseline {first.metric}, candidate {cand_first.metric}")
+    if first.target_accuracy != cand_first.target_accuracy:
+        reasons.append(f"the targets differ: baseline {first.target_accuracy:g}, candidate "
+                       f"{cand_first.target_accuracy:g}; compare at the same target")
+    if baseline.budget_steps != candidate.budget_steps:
+        reasons.append(f"the step budgets differ: baseline {baseline.budget_steps}, candidate "
+                       f"{candidate.budget_steps}; compare after the same number of steps")
+    if baseline.seeds != candidate.seeds:
+        reasons.append(f"the seeds differ: baseline {_seed_list(baseline.seeds)}, candidate "
+                       f"{_seed_list(candidate.seeds)}; compare over the same seeds")
+    if len(candidate.seeds) < min_seeds:
+        reasons.append(f"only {len(candidate.seeds)} seed{'s' if len(candidate.seeds) > 1 else ''} "
+                       f"({_seed_list(candidate.seeds)}); parity across seeds needs at least {min_seeds}")
+    for name, runs in (("baseline", baseline), ("candidate", candidate)):
+        if not runs.reached_all:
+            reasons.append(_missed(name, runs))
+    if cand_mean < base_mean - tolerance - _SLACK:
+        reasons.append(f"candidate mean {cand_first.metric} after {candidate.budget_steps} steps {cand_mean:.3f} "
+                       f"over seeds {_seed_list(candidate.seeds)} is below baseline {base_mean:.3f} - {tolerance:.3f}")
+
+    def mean_steps(runs: SeedRuns) -> float | None:
+        return fmean(runs.steps_to_target_values) if runs.reached_all else None
+
+    return ParityReport(
+        passed=not reasons, metric=cand_first.metric, baseline_metric=base_mean, candidate_metric=cand_mean,
+        tolerance=tolerance, baseline_steps_to_target=mean_steps(baseline),
+        candidate_steps_to_target=mean_steps(candidate), reasons=tuple(reasons),
+        target_accuracy=cand_first.target_accuracy, candidate_precision=cand_first.precision,
+        seeds=candidate.seeds, budget_steps=candidate.budget_steps,
+        baseline_metric_per_seed=baseline.accuracy_at_budget_values,
+        candidate_metric_per_seed=candidate.accuracy_at_budget_values,
+        baseline_steps_per_seed=baseline.steps_to_target_per_seed,
+        candidate_steps_per_seed=candidate.steps_to_target_per_seed)
+
+
+class SeedComparison(NamedTuple):
+    """Both seed studies and their parity report, from :func:`compare_over_seeds`."""
+
+    baseline: SeedRuns
+    candidate: SeedRuns
+    parity: ParityReport
+
+
+def compare_over_seeds(task: ClassificationTask | SequenceTask, baseline_kwargs: dict | None = None,
+                       candidate_kwargs: dict | None = None, *, budget_steps: int, seeds: Iterable[int] = (0, 1, 2),
+                       tolerance: float | None = None) -> SeedComparison:
+    """Train baseline and candidate over ``seeds`` for ``budget_steps`` steps each and check parity across seeds.
+
+    Each ``*_kwargs`` is passed to :func:`train_over_seeds` (e.g. ``{"precision": "bf16-autocast"}``).
+    """
+    seeds = _check_seeds(seeds, MIN_SEEDS)
+    baseline = train_over_seeds(task, seeds, budget_steps=budget_steps, **dict(baseline_kwargs or {}))
+    candidate = train_over_seeds(task, seeds, budget_steps=budget_steps, **dict(candidate_kwargs or {}))
+    return SeedComparison(baseline, candidate, check_parity_over_seeds(baseline, candidate, tolerance=tolerance))
