@@ -91,7 +91,7 @@ def test_a_wide_interval_is_inconclusive_even_when_it_excludes_one():
     assert cmp.time_ratio == pytest.approx(0.2)
     assert (cmp.ci95_low, cmp.ci95_high) == (pytest.approx(0.090, abs=1e-3), pytest.approx(0.444, abs=1e-3))
     assert cmp.ci95_high < 1 and cmp.ci95_high / cmp.ci95_low > MAX_WIDTH_FACTOR
-    assert cmp.verdict == "inconclusive" and "wider than the 1.5 allowed" in cmp.reason
+    assert cmp.verdict == "inconclusive" and "wider than the 2 allowed" in cmp.reason
 
 
 def test_sides_as_tables_agree_with_the_ratio_by_construction(contract):

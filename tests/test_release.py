@@ -114,7 +114,7 @@ def test_a_cheaper_but_far_too_wide_interval_is_inconclusive_and_falls_back(cont
     assert (d.action, d.to, d.checks["cost"]) == ("fallback", "fp32-baseline", False)
     assert cost.verdict == "inconclusive"
     assert d.reasons[-1] == ("cost: 0.035x baseline cost to target (95% CI 0.002 to 0.518): the interval spans a "
-                             "factor 259.00, wider than the 1.5 allowed; measure more rounds or quiet the machine")
+                             "factor 259.00, wider than the 2 allowed; measure more rounds or quiet the machine")
 
 
 def test_a_derived_cost_without_a_comparison_is_refused(contract):
