@@ -41,17 +41,49 @@ VERDICTS = ("faster", "slower", "inconclusive")
 COST_VERDICTS = ("cheaper", "more expensive", "inconclusive")
 
 
-def _why(interval: Interval, below: str, above: str, max_width_factor: float) -> tuple[str, str]:
-    """(verdict, sentence) for a ratio interval: below 1 -> ``below``, above 1 -> ``above``."""
-    r, low, high = interval
-    said = f"{r:.3f}x (95% CI {low:.3f} to {high:.3f})"
-    if low <= 1.0 <= high:
-        return "inconclusive", f"{said}: the interval contains 1, no difference can be claimed"
-    if interval.width_factor > max_width_factor:
-        return "inconclusive", (f"{said}: the interval spans a factor {interval.width_factor:.2f}, wider than the "
-                                f"{max_width_factor:g} allowed; measure more rounds or quiet the machine")
-    return (below, f"{said}: {below} with 95% confidence") if high < 1.0 else (above, f"{said}: {above} with 95% "
-                                                                                  "confidence")
+@dataclass(frozen=True)
+class RatioVerdict:
+    """A candidate / baseline ratio with its 95% interval, and what it allows one to say.
+
+    ``lower`` and ``higher`` name the two conclusions ("faster"/"slower" for step time, "cheaper"/"more
+    expensive" for cost); the verdict is one of them only when the interval excludes 1 and spans at most
+    ``max_width_factor``, else "inconclusive".
+    """
+
+    interval: Interval
+    subject: str = "cost to target"  # what the ratio measures, e.g. "step time"
+    lower: str = "cheaper"  # the verdict when the whole interval is below 1
+    higher: str = "more expensive"  # the verdict when the whole interval is above 1
+    max_width_factor: float = MAX_WIDTH_FACTOR
+
+    @property
+    def ratio(self) -> float:
+        return self.interval.value
+
+    def _judge(self) -> tuple[str, str]:
+        r, low, high = self.interval
+        said = f"{self.subject} {r:.3f}x (95% CI {low:.3f} to {high:.3f})"
+        if low <= 1.0 <= high:
+            return "inconclusive", f"{said}: the interval contains 1, no difference can be claimed"
+        if self.interval.width_factor > self.max_width_factor:
+            return "inconclusive", (f"{said}: the interval spans a factor {self.interval.width_factor:.2f}, wider "
+                                    f"than the {self.max_width_factor:g} allowed; measure more rounds or quiet the "
+                                    "machine")
+        word = self.lower if high < 1.0 else self.higher
+        return word, f"{said}: {word} with 95% confidence"
+
+    @property
+    def verdict(self) -> str:
+        return self._judge()[0]
+
+    @property
+    def reason(self) -> str:
+        """The verdict in a sentence, with the ratio and its interval."""
+        return self._judge()[1]
+
+    def to_dict(self) -> dict:
+        return {**self.interval.to_dict(), "verdict": self.verdict, "reason": self.reason,
+                "max_width_factor": self.max_width_factor}
 
 
 @dataclass(frozen=True)
@@ -92,8 +124,13 @@ class Comparison:
                            for i in range(self.rounds))
 
     @property
+    def step_time(self) -> RatioVerdict:
+        """Candidate / baseline step time, its interval and verdict ("faster", "slower" or "inconclusive")."""
+        return RatioVerdict(self.round_ratios.interval, "step time", "faster", "slower", self.max_width_factor)
+
+    @property
     def interval(self) -> Interval:
-        return self.round_ratios.interval
+        return self.step_time.interval
 
     @property
     def time_ratio(self) -> float:
@@ -110,13 +147,11 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
-        """"faster", "slower" or "inconclusive", for the candidate's step time."""
-        return _why(self.interval, "faster", "slower", self.max_width_factor)[0]
+        return self.step_time.verdict
 
     @property
     def reason(self) -> str:
-        """The verdict in a sentence, with the ratio and its interval."""
-        return "step time " + _why(self.interval, "faster", "slower", self.max_width_factor)[1]
+        return self.step_time.reason
 
     @property
     def baseline(self) -> Measurement:
@@ -134,7 +169,7 @@ class Comparison:
         return self.time_ratio * units_b / units_c
 
     def cost_to_target(self, baseline_steps: "Sequence[int] | int", candidate_steps: "Sequence[int] | int"
-                       ) -> "CostComparison":
+                       ) -> RatioVerdict:
         """Candidate / baseline cost to the quality target at one price: step-time ratio x steps ratio.
 
         Steps to target are one count each, or one count per seed. Two equally long lists are taken as
@@ -147,7 +182,7 @@ class Comparison:
             factors = [(self.round_ratios, 1), (Estimate.of(x / y for x, y in zip(c.values, b.values)), 1)]
         else:
             factors = [(self.round_ratios, 1), (c, 1), (b, -1)]
-        return CostComparison(combine(*factors), self.max_width_factor)
+        return RatioVerdict(combine(*factors), max_width_factor=self.max_width_factor)
 
     def to_dict(self) -> dict:
         return {"time_ratio": self.time_ratio, "ci95_low": self.ci95_low, "ci95_high": self.ci95_high,
@@ -157,31 +192,6 @@ class Comparison:
                 "candidate_block_times_s": list(self.candidate_block_times_s),
                 "baseline_measured_steps": self.baseline_contract.measured_steps,
                 "candidate_measured_steps": self.candidate_contract.measured_steps}
-
-
-@dataclass(frozen=True)
-class CostComparison:
-    """Candidate / baseline cost to the quality target, with its interval and a verdict."""
-
-    interval: Interval
-    max_width_factor: float = MAX_WIDTH_FACTOR
-
-    @property
-    def ratio(self) -> float:
-        return self.interval.value
-
-    @property
-    def verdict(self) -> str:
-        """"cheaper", "more expensive" or "inconclusive"."""
-        return _why(self.interval, "cheaper", "more expensive", self.max_width_factor)[0]
-
-    @property
-    def reason(self) -> str:
-        return "cost to target " + _why(self.interval, "cheaper", "more expensive", self.max_width_factor)[1]
-
-    def to_dict(self) -> dict:
-        return {**self.interval.to_dict(), "verdict": self.verdict, "reason": self.reason,
-                "max_width_factor": self.max_width_factor}
 
 
 def _steps(name: str, steps: "Sequence[int] | int") -> "Estimate | float":

@@ -14,7 +14,7 @@ import torch
 
 from . import cost
 from ._validate import integer_at_least
-from .compare import Comparison, CostComparison, compare_steps
+from .compare import Comparison, RatioVerdict, compare_steps
 from .contract import BenchmarkContract
 from .memory import MemoryLedger
 from .model_memory import measure_model_memory
@@ -107,7 +107,7 @@ class PlanResult:
     baseline: RunPlan
     candidate: RunPlan
     comparison: Comparison  # the interleaved timing of the two steps
-    cost: CostComparison  # candidate / baseline cost to target
+    cost: RatioVerdict  # candidate / baseline cost to target
     parity: ParityReport
     budget_bytes: int
     decision: Decision

@@ -89,6 +89,17 @@ def _budget(result: TrainResult) -> str:
     return f"within {steps} steps" if steps is not None else "within its step budget"
 
 
+def _same_goal(baseline: TrainResult, candidate: TrainResult) -> list[str]:
+    """Why two runs cannot be compared: another metric or another target (empty when they can)."""
+    reasons = []
+    if baseline.metric != candidate.metric:
+        reasons.append(f"the runs measure different metrics: baseline {baseline.metric}, candidate {candidate.metric}")
+    if baseline.target_accuracy != candidate.target_accuracy:
+        reasons.append(f"the targets differ: baseline {baseline.target_accuracy:g}, candidate "
+                       f"{candidate.target_accuracy:g}; compare at the same target")
+    return reasons
+
+
 def check_parity(baseline: TrainResult, candidate: TrainResult, tolerance: float | None = None,
                  precision: str | None = None) -> ParityReport:
     """Hold ``candidate`` against ``baseline`` at the same quality target: the single-seed check.
@@ -108,13 +119,7 @@ def check_parity(baseline: TrainResult, candidate: TrainResult, tolerance: float
         tolerance = DTYPE_TOLERANCE[precision]
     tolerance = fraction("tolerance", tolerance, include_zero=True, include_one=False)
 
-    reasons = []
-    if baseline.metric != candidate.metric:
-        reasons.append(f"the runs measure different metrics: baseline {baseline.metric}, "
-                       f"candidate {candidate.metric}")
-    if baseline.target_accuracy != candidate.target_accuracy:
-        reasons.append(f"the targets differ: baseline {baseline.target_accuracy:g}, candidate "
-                       f"{candidate.target_accuracy:g}; compare at the same target")
+    reasons = _same_goal(baseline, candidate)
     if not baseline.reached:
         reasons.append(f"baseline did not reach the target {baseline.target_accuracy:g} {_budget(baseline)}")
     if not candidate.reached:
@@ -328,12 +333,7 @@ def check_parity_over_seeds(baseline: SeedRuns, candidate: SeedRuns, tolerance: 
                          include_zero=True, include_one=False)
     base_mean, cand_mean = baseline.mean_accuracy_at_budget, candidate.mean_accuracy_at_budget
 
-    reasons = []
-    if first.metric != cand_first.metric:
-        reasons.append(f"the runs measure different metrics: baseline {first.metric}, candidate {cand_first.metric}")
-    if first.target_accuracy != cand_first.target_accuracy:
-        reasons.append(f"the targets differ: baseline {first.target_accuracy:g}, candidate "
-                       f"{cand_first.target_accuracy:g}; compare at the same target")
+    reasons = _same_goal(first, cand_first)
     if baseline.budget_steps != candidate.budget_steps:
         reasons.append(f"the step budgets differ: baseline {baseline.budget_steps}, candidate "
                        f"{candidate.budget_steps}; compare after the same number of steps")

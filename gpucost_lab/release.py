@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, TextIO
 
 from ._validate import integer_at_least, one_of, positive
-from .compare import CostComparison
+from .compare import RatioVerdict
 from .contract import BenchmarkContract, ContractMismatch
 from .stats import Estimate, Interval, ratio_interval
 
@@ -186,7 +186,7 @@ def _contract_check(baseline: CandidateResult, candidate: CandidateResult, allow
 
 
 def gate(baseline: CandidateResult, candidate: CandidateResult, *, budget_bytes: int, window_hours: float,
-         allow: Iterable[str] = (), fallback: str | None = None, cost: CostComparison | None = None) -> Decision:
+         allow: Iterable[str] = (), fallback: str | None = None, cost: RatioVerdict | None = None) -> Decision:
     """Promote ``candidate`` only if every check passes (see the module docstring); else fall back.
 
     ``budget_bytes`` is the peak memory allowed (bytes), ``window_hours`` the nightly window, ``allow``
@@ -247,12 +247,12 @@ def gate(baseline: CandidateResult, candidate: CandidateResult, *, budget_bytes:
                     checks=checks, cost_ratio=cost_ratio, cost_ratio_ci95=cost_ratio_ci95)
 
 
-def _independent_cost(baseline: CandidateResult, candidate: CandidateResult) -> CostComparison:
+def _independent_cost(baseline: CandidateResult, candidate: CandidateResult) -> RatioVerdict:
     for name, result in (("baseline", baseline), ("candidate", candidate)):
         if not isinstance(result.cost_to_target_usd, Estimate):
             raise ValueError(f"cost is needed when {name}.cost_to_target_usd is an Interval (a derived figure "
                              "has no repeats to compare): pass Comparison.cost_to_target(...)")
-    return CostComparison(ratio_interval(candidate.cost_to_target_usd, baseline.cost_to_target_usd))
+    return RatioVerdict(ratio_interval(candidate.cost_to_target_usd, baseline.cost_to_target_usd))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from gpucost_lab import release
 from gpucost_lab.contract import BenchmarkContract
 from gpucost_lab.release import CHECKS, CandidateResult, Decision, Registry, gate
-from gpucost_lab.compare import CostComparison
+from gpucost_lab.compare import RatioVerdict
 from gpucost_lab.stats import Estimate, Interval
 
 T_975 = {2: 4.302653, 4: 2.776445}  # t(0.975, df) from a t table
@@ -109,7 +109,7 @@ def test_cheaper_on_average_but_too_noisy_is_not_promoted(contract):
 def test_a_cheaper_but_far_too_wide_interval_is_inconclusive_and_falls_back(contract):
     # a loaded machine's comparison: 0.035x, 95% CI 0.002 to 0.518 -- "cheaper" on its face, but the interval
     # spans a factor 259; the quiet machine measures about 0.49x. The gate must not promote on it.
-    cost = CostComparison(Interval(0.035, 0.002, 0.518))
+    cost = RatioVerdict(Interval(0.035, 0.002, 0.518))
     d = decide(contract, cost=cost)
     assert (d.action, d.to, d.checks["cost"]) == ("fallback", "fp32-baseline", False)
     assert cost.verdict == "inconclusive"
