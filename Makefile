@@ -48,7 +48,7 @@ labs: install
 # HolisticTraceAnalysis (PyPI: traceinsight) lives in its own environment: a benchmark-only reference.
 HTA_VENV ?= .venv-hta
 BENCHMARKS := timing_vs_torch_timer trace_vs_hta timeline_scale ledger_accuracy widget_latency course_execution \
-	class_autograding
+	class_autograding async_device_sync
 
 $(HTA_VENV)/bin/python:
 	$(PYTHON) -m venv $(HTA_VENV)
@@ -60,6 +60,8 @@ bench: install $(HTA_VENV)/bin/python
 		extra=$$([ $$b = trace_vs_hta ] && echo "--hta-python $(HTA_VENV)/bin/python"); \
 		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/$$b.py $$extra || exit 1; \
 	done
+	@echo "== compare_under_load (beside two busy processes)"
+	@benchmarks/under_load.sh $(BIN)/python benchmarks/compare_under_load.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

@@ -7,7 +7,7 @@ Run it beside two busy programs: ``benchmarks/under_load.sh .venv/bin/python ben
 - A/B: the same baseline against a candidate that does the work twice (two steps per call). Target: "slower"
   with its 95% interval inside [1.5, 2.7] in at least 9 of 10 runs.
 
-Each run is one ``compare_steps`` with the course's settings (10 ABBA rounds of 40-step blocks, 10 warm-up
+Each run is one ``compare_steps`` with the course's settings (10 ABBA/BAAB rounds of 40-step blocks, 10 warm-up
 steps). Prints one JSON line with every run's ratio, interval and verdict; exits 0 even when short.
 """
 from __future__ import annotations

@@ -75,7 +75,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                        "cost to target, release decision")
     plan.add_argument("--candidate", default="batch128-lr-scaled", help=f"one of {', '.join(CANDIDATES)}")
     plan.add_argument("--price-per-hour", type=float, default=cost.DEFAULT_PRICE_PER_HOUR_USD)
-    plan.add_argument("--rounds", type=int, default=10, help="ABBA rounds of the interleaved timing")
+    plan.add_argument("--rounds", type=int, default=10, help="ABBA/BAAB rounds of the interleaved timing")
     plan.add_argument("--registry", help="a release registry (JSON) to record the decision in and fall back to")
     plan.add_argument("--report", help="write the throughput/cost report here (.md or .html)")
 

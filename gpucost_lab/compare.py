@@ -4,7 +4,11 @@ Measuring the baseline, then the candidate, puts everything that changed in betw
 program waking up, the CPU clocking down, a browser tab) into the comparison and into no interval.
 :func:`compare_steps` interleaves them in **ABBA rounds**: baseline, candidate, candidate, baseline.
 Drift that is linear over a round hits both sides equally, and each side is timed once first and
-once second. Each round gives one paired ratio,
+once second. Each round's order, ABBA or BAAB, is drawn at random (seeded, so a rerun repeats it):
+interference that comes and goes with a period, as another program's time slices do, would otherwise
+lock onto the fixed pattern and land on the same side round after round, a bias no interval shows
+(measured in benchmarks/RESULTS.md: with ABBA only, an A/A comparison on a loaded machine excluded 1 in
+up to a quarter of runs). Each round gives one paired ratio,
 
     round ratio = sqrt(candidate block 1 x candidate block 2 / (baseline block 1 x baseline block 2)),
 
@@ -20,6 +24,7 @@ rounds or a quieter machine, not a decision.
 from __future__ import annotations
 
 import math
+import random
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
@@ -34,7 +39,7 @@ from .timing import Clock, Measurement
 # the noise was as large as the effects the course prices (10-50% changes in cost), and a Student-t interval
 # from ten rounds of noise that large no longer deserves trust, since timing noise on a busy machine is
 # heavy-tailed, not normal. Measured here (benchmarks/RESULTS.md): the course's comparisons span a factor
-# 1.02-1.15 on a quiet machine and 1.1-1.5 with two busy programs beside them; the loaded run that once
+# 1.02-1.15 on a quiet machine and 1.2-1.6 with two busy programs beside them; the loaded run that once
 # promoted a candidate at 0.035x the baseline's cost spanned a factor 259.
 MAX_WIDTH_FACTOR = 2.0
 VERDICTS = ("faster", "slower", "inconclusive")
@@ -90,8 +95,9 @@ class RatioVerdict:
 class Comparison:
     """Raw per-block times of an interleaved comparison; every statistic is derived from them.
 
-    Block ``2 i`` and ``2 i + 1`` of each side belong to round ``i`` (run order: baseline, candidate,
-    candidate, baseline). Each block is ``measured_steps`` steps of the side's own contract.
+    Block ``2 i`` and ``2 i + 1`` of each side belong to round ``i``, run in the order
+    ``round_orders[i]``: "ABBA" (baseline, candidate, candidate, baseline) or "BAAB"; empty means every
+    round ran ABBA. Each block is ``measured_steps`` steps of the side's own contract.
     """
 
     baseline_contract: BenchmarkContract
@@ -99,12 +105,14 @@ class Comparison:
     baseline_block_times_s: tuple[float, ...]
     candidate_block_times_s: tuple[float, ...]
     max_width_factor: float = MAX_WIDTH_FACTOR
+    round_orders: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         n_b, n_c = len(self.baseline_block_times_s), len(self.candidate_block_times_s)
         if n_b != n_c or n_b < 4 or n_b % 2:
             raise ValueError(f"block times must hold 2 per round for both sides, at least 2 rounds, got "
                              f"{n_b} baseline and {n_c} candidate blocks")
+        _check_orders(self.round_orders, n_b // 2, allow_empty=True)
         for side, times in (("baseline", self.baseline_block_times_s), ("candidate", self.candidate_block_times_s)):
             for i, t in enumerate(times):
                 if not (isinstance(t, float) and math.isfinite(t) and t > 0):
@@ -188,6 +196,7 @@ class Comparison:
         return {"time_ratio": self.time_ratio, "ci95_low": self.ci95_low, "ci95_high": self.ci95_high,
                 "verdict": self.verdict, "reason": self.reason, "rounds": self.rounds,
                 "max_width_factor": self.max_width_factor,
+                "round_orders": list(self.round_orders or ("ABBA",) * self.rounds),
                 "baseline_block_times_s": list(self.baseline_block_times_s),
                 "candidate_block_times_s": list(self.candidate_block_times_s),
                 "baseline_measured_steps": self.baseline_contract.measured_steps,
@@ -215,32 +224,55 @@ def _as_measurement(contract: BenchmarkContract, times: tuple[float, ...]) -> Me
 def compare_steps(baseline_step: Callable[[], object], candidate_step: Callable[[], object],
                   contract: BenchmarkContract, *, rounds: int | None = None, clock: Clock = time.perf_counter,
                   synchronize: Callable[[], None] | None = None, candidate_contract: BenchmarkContract | None = None,
-                  allow: Sequence[str] = (), max_width_factor: float = MAX_WIDTH_FACTOR) -> Comparison:
-    """Warm both steps up, then time them in ``rounds`` ABBA rounds (default: ``contract.repeats``).
+                  allow: Sequence[str] = (), max_width_factor: float = MAX_WIDTH_FACTOR,
+                  order_seed: int | None = None) -> Comparison:
+    """Warm both steps up, then time them in ``rounds`` rounds (default: ``contract.repeats``).
 
     ``candidate_contract`` is the candidate's own contract when it changes a field (e.g. the batch); it
     must equal ``contract`` except the fields named in ``allow``. Each block runs the side's
     ``measured_steps`` steps between two synchronizations; ``synchronize`` defaults to the device's.
+    Each round is ABBA or BAAB, drawn from ``order_seed`` (default: the contract's seed).
     """
     greater_than("max_width_factor", max_width_factor, 1.0)
     candidate_contract = contract if candidate_contract is None else candidate_contract
     contract.require_same(candidate_contract, allow=allow)
     rounds = integer_at_least("rounds", contract.repeats if rounds is None else rounds, 2)
     sync = synchronize if synchronize is not None else _device.synchronizer(contract.device)
+    orders = random_round_orders(rounds, contract.seed if order_seed is None else order_seed)
     times = interleaved_blocks(((baseline_step, contract, sync), (candidate_step, candidate_contract, sync)),
-                               rounds, clock)
-    return Comparison(contract, candidate_contract, times[0], times[1], max_width_factor)
+                               rounds, clock, orders)
+    return Comparison(contract, candidate_contract, times[0], times[1], max_width_factor, orders)
+
+
+ROUND_ORDERS = ("ABBA", "BAAB")
+
+
+def random_round_orders(rounds: int, seed: int) -> tuple[str, ...]:
+    """``rounds`` orders, each "ABBA" or "BAAB" with probability 1/2, reproducible from ``seed``."""
+    rng = random.Random(seed)
+    return tuple(rng.choice(ROUND_ORDERS) for _ in range(rounds))
+
+
+def _check_orders(orders: Sequence[str], rounds: int, *, allow_empty: bool = False) -> None:
+    if allow_empty and not orders:
+        return
+    if len(orders) != rounds or any(o not in ROUND_ORDERS for o in orders):
+        raise ValueError(f"round_orders must be {rounds} entries, each one of {ROUND_ORDERS}, got {tuple(orders)!r}")
 
 
 Side = tuple[Callable[[], object], BenchmarkContract, Callable[[], None]]
 
 
-def interleaved_blocks(sides: tuple[Side, Side], rounds: int, clock: Clock) -> tuple[tuple[float, ...], ...]:
-    """Warm up both sides, then time ``rounds`` ABBA rounds of blocks; each side's block times, in run order.
+def interleaved_blocks(sides: tuple[Side, Side], rounds: int, clock: Clock,
+                       orders: Sequence[str] | None = None) -> tuple[tuple[float, ...], ...]:
+    """Warm up both sides, then time ``rounds`` rounds of blocks; each side's block times, in run order.
 
     A side is ``(step, contract, synchronize)``: a block is ``synchronize()``, read the clock, the
-    contract's ``measured_steps`` steps, ``synchronize()``, read the clock.
+    contract's ``measured_steps`` steps, ``synchronize()``, read the clock. Round ``i`` runs in the order
+    ``orders[i]`` ("ABBA": side 0, 1, 1, 0; "BAAB": side 1, 0, 0, 1); by default every round is ABBA.
     """
+    orders = ("ABBA",) * rounds if orders is None else tuple(orders)
+    _check_orders(orders, rounds)
     sides[0][1].check_environment()  # a contract frozen elsewhere does not describe this machine
     for step, contract, _ in sides:
         for _ in range(contract.warmup_steps):
@@ -248,8 +280,8 @@ def interleaved_blocks(sides: tuple[Side, Side], rounds: int, clock: Clock) -> t
     for _, _, sync in sides:
         sync()
     times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(rounds):
-        for side in (0, 1, 1, 0):
+    for order in orders:
+        for side in ((0, 1, 1, 0) if order == "ABBA" else (1, 0, 0, 1)):
             step, contract, sync = sides[side]
             sync()
             start_s = clock()

@@ -2,7 +2,7 @@
 
 Profile the baseline and a candidate, train both over several seeds to confirm quality parity at a
 fixed step budget and count steps to the target, plan memory against the device budget, time the two
-steps interleaved (ABBA rounds, :func:`gpucost_lab.compare.compare_steps`), price both to the target
+steps interleaved (ABBA/BAAB rounds, :func:`gpucost_lab.compare.compare_steps`), price both to the target
 with intervals that carry the timing and the seeds, and let the release gate decide: promote, or fall
 back to the named baseline (or the registry's last known-good). Every decision records why.
 """
@@ -63,7 +63,7 @@ SEEDS = (0, 1, 2, 3, 4)
 # seed that has not reached the target by then has failed parity (its steps to target count as this budget).
 # 150 steps: every baseline seed reaches the 0.85 target by step 113; the 8-wide model by none.
 PARITY_STEPS = 150
-ROUNDS = 10  # ABBA rounds of the interleaved timing (compare.compare_steps)
+ROUNDS = 10  # ABBA/BAAB rounds of the interleaved timing (compare.compare_steps)
 MEASURED_STEPS = 40  # per block: long enough (several ms) that one scheduler hiccup cannot dominate a block
 
 
@@ -147,7 +147,7 @@ class PlanResult:
                           run.peak_memory_bytes, run.steps_to_target, self.cost_to_target_usd(side), parity)
 
         cmp = self.comparison
-        method = (f"synchronized timing interleaved with the baseline in {cmp.rounds} ABBA rounds of "
+        method = (f"synchronized timing interleaved with the baseline in {cmp.rounds} ABBA/BAAB rounds of "
                   f"{cmp.baseline_contract.measured_steps} steps per block after warm-up; geometric means, "
                   f"log-scale Student-t 95% CI; steps to target over seeds {', '.join(map(str, SEEDS))}")
         parity = ("passed" if self.parity.passed else "failed") + (

@@ -165,7 +165,7 @@ def _free_port() -> int:
 
 def _get(port: int, path: str) -> tuple[int, str, bytes]:
     """One GET on loopback, redirects not followed: (status, Location header, body)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)  # a guard against a hang, not a speed target
     try:
         conn.request("GET", path)
         response = conn.getresponse()

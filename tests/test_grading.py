@@ -208,7 +208,10 @@ def test_infinite_loop_fails_its_cell_only_and_edited_tests_are_restored(tmp_pat
 
     start = time.monotonic()
     report = grade_fixture(submission, timeout_s=4, course_dir=tmp_path / "course")
-    assert time.monotonic() - start < 4 + 90  # bounded: one 4 s timeout, plus kernel start and nbgrader
+    # bounded: one 4 s timeout, plus kernel start and nbgrader (~10-15 s on a busy 2-core machine). A guard against
+    # a hang only, so generous; that nbgrader gets the 4 s limit is checked on its config, not on the clock
+    assert time.monotonic() - start < 4 + 300
+    assert grading._config(tmp_path, 4).Execute.timeout == 4
     # Q2 times out; Q3 and Q5, after it, still pass: 3 + 2 + 1 = 6. Q4's test is the instructor's again: fails.
     assert (report.score, report.max_score, report.passed) == (6, 10, False)
     failed = {f["cell"]: f for f in report.failed}

@@ -18,7 +18,7 @@ def _free_port() -> int:
 
 
 def _get(url: str) -> tuple[int, bytes]:
-    with urllib.request.urlopen(url, timeout=5) as r:
+    with urllib.request.urlopen(url, timeout=60) as r:  # a guard against a hang, not a speed target
         return r.status, r.read()
 
 

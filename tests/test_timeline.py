@@ -260,13 +260,16 @@ def test_injected_data_sleeps_are_gaps_and_a_phase_and_steps_are_not_phases(tmp_
     trace = profiled(tmp_path, body)
     widest = tl.gaps(trace)
     assert list(widest.columns) == ["start_us", "duration_us", "before", "after"]
-    data_gaps = widest[(widest["duration_us"] >= 15_000) & (widest["duration_us"] <= 60_000)]
-    assert len(data_gaps) >= 3
     assert widest["duration_us"].is_monotonic_decreasing
-    assert (data_gaps["after"] == "aten::matmul").all()  # each sleep ends where the next matmul starts
+    # each sleep ends where the next matmul starts; a sleep never returns early, so every such gap is >= 20 ms.
+    # Only lower bounds on real time here: a busy machine stretches the gaps, it cannot shrink them.
+    data_gaps = widest[widest["after"] == "aten::matmul"]
+    assert len(data_gaps) == 3 and (data_gaps["duration_us"] >= 20_000 - 1).all()
     phase = tl.phases(trace).set_index("name")
     assert phase.loc["data", "count"] == 3
-    assert 60_000 <= phase.loc["data", "total_us"] < 120_000  # 3 x sleep(0.02), sleep never returns early
+    assert phase.loc["data", "total_us"] >= 60_000  # 3 x sleep(0.02)
+    # each "data" range lies inside the gap that ends at its matmul, so the ranges add up to no more than the gaps
+    assert phase.loc["data", "total_us"] <= data_gaps["duration_us"].sum() + 1
     assert not phase.index.str.startswith("ProfilerStep").any()
     assert len(tl.steps(trace)) == 3
     b = tl.busy_idle(trace)
