@@ -2,8 +2,13 @@
 from __future__ import annotations
 
 import math
+import os
+import sys
 from numbers import Integral, Real
+from pathlib import Path
 from typing import Iterable
+
+FLOAT_MAX = sys.float_info.max  # the largest finite float, about 1.8e308
 
 
 def _number(name: str, value: object) -> float:
@@ -50,16 +55,38 @@ def fraction(name: str, value: object, *, include_zero: bool = True, include_one
     return x
 
 
-def integer_at_least(name: str, value: object, minimum: int) -> int:
-    """Return ``value`` as an int if it is an integer >= ``minimum``."""
+def integer_at_least(name: str, value: object, minimum: int, maximum: int | None = None) -> int:
+    """Return ``value`` as an int if it is an integer >= ``minimum`` (and <= ``maximum`` when one is given)."""
+    allowed = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
     if isinstance(value, bool) or not isinstance(value, Integral):
         if isinstance(value, float) and value.is_integer():
             value = int(value)
         else:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+            raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
+    if value < minimum or (maximum is not None and value > maximum):
+        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
     return int(value)
+
+
+def too_large(name: str, value: object, limit: float, given: str, beyond: str) -> ValueError:
+    """The error for an input too large for a result: ``name`` must be <= ``limit`` with the ``given`` inputs,
+    as ``beyond`` it a result overflows (or passes a stated bound)."""
+    return ValueError(f"{name} must be <= {limit:.6g} with {given}: beyond it {beyond}, got {value!r}")
+
+
+def output_file(name: str, path: object) -> Path:
+    """Return ``path`` as a Path if a file can be written (or replaced) there: not a folder nor a special file, in
+    an existing folder that may be written to."""
+    p = Path(path)  # type: ignore[arg-type]
+    if p.is_dir():
+        raise ValueError(f"{name} must be a file path, not a folder, got {str(path)!r}")
+    if p.exists() and not p.is_file():
+        raise ValueError(f"{name} must be a regular file (or a new one), got {str(path)!r}")
+    if not p.parent.is_dir():
+        raise ValueError(f"{name} must be in an existing folder, got {str(path)!r}")
+    if not os.access(p.parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{name} must be in a folder you may write to, got {str(path)!r}")
+    return p
 
 
 def one_of(name: str, value: object, allowed: Iterable[str]) -> str:

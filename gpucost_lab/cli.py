@@ -5,9 +5,11 @@ Bad input prints one line on stderr and exits with status 2.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
+import re
 import sys
 from typing import Sequence
 
@@ -17,12 +19,22 @@ os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
 from . import cost, profile_to_cost, simulate, timeline  # noqa: E402  (after the environment is set, before torch loads), profile_to_cost
 from . import grading  # noqa: E402
+from ._validate import output_file  # noqa: E402
 from .device import DEVICE_CHOICES  # noqa: E402
 from .memory import MemoryLedger  # noqa: E402
 from .plan import CANDIDATES  # noqa: E402
 from .simulate import SCENARIOS, SimConfig  # noqa: E402
+from .trace_input import SKIP_RULES, describe_skipped  # noqa: E402
 
 EXIT_USAGE = 2
+
+
+def _shown(value: object) -> str:
+    """``value`` as text safe to print: control and other unprintable characters (a newline, an escape sequence,
+    a right-to-left override) are escaped, ``\\n``, ``\\x1b``, ``\\u202e``, so every name stays on its line."""
+    text = str(value)
+    return text if text.isprintable() else "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -143,7 +155,8 @@ def _profile_to_cost(args: argparse.Namespace) -> tuple[dict, str]:
              f"at an assumed ${out['price_per_hour_usd']:.2f} per accelerator-hour",
              f"peak memory {out['peak_memory_bytes'] / 1e6:.1f} MB ({out['peak_memory_method']})",
              "top operators by self time:"]
-    lines += [f"  {op['name']:<36} {op['calls']:>5} calls {op['self_time_s'] * 1e3:9.2f} ms" for op in out["top_ops"]]
+    lines += [f"  {_shown(op['name']):<36} {op['calls']:>5} calls {op['self_time_s'] * 1e3:9.2f} ms"
+              for op in out["top_ops"]]
     if out["plausibility"]:
         lines.append(f"roofline check: {out['plausibility']['message']}")
     return out, "\n".join(lines)
@@ -156,24 +169,42 @@ _FLAGS = {"microbatch": "--microbatch", "static_gb": "--static-gb", "activation_
           "price_per_hour_usd": "--price-per-hour", "baseline_hours": "--baseline-hours",
           "window_hours": "--window-hours", "repeats": "--repeats", "rounds": "--rounds", "device": "--device", "top": "--top",
           "scenario": "--scenario", "candidate": "--candidate", "registry": "--registry", "report": "--report", **{name: "--" + name.replace("_", "-") for name in SimConfig.__dataclass_fields__}}
+_FLAGS["output"] = "--output"  # simulate -o
+
+
+@contextlib.contextmanager
+def _writing(field: str, path: str | None):
+    """An OSError while writing ``path`` (a full disk, a folder made unwritable meanwhile) as a one-line ValueError;
+    the writers leave no half-written file."""
+    try:
+        yield
+    except OSError as err:
+        raise ValueError(f"{field} {path!r} could not be written ({err.strerror or err}); allowed: a file path in "
+                         f"an existing folder you may write to, on a disk with room") from None
+
 
 def _analyze(args: argparse.Namespace) -> tuple[dict, str]:
     trace = timeline.load_trace(args.trace, progress=not args.json and sys.stderr.isatty())
     out = timeline.analyze(trace, top=args.top)
+    name = _shown(args.trace)
     if out["span_ms"] is None:
-        head = f"{args.trace}: {out['device']} trace with nothing to measure busy time from"
+        head = f"{name}: {out['device']} trace with nothing to measure busy time from"
     else:
-        head = (f"{args.trace}: {out['device']} trace, span {out['span_ms']:.3f} ms, busy {out['busy_ms']:.3f} ms "
-                f"({out['busy_ms'] / out['span_ms']:.1%}), idle {out['idle_ms']:.3f} ms, {out['steps']} steps")
-    lines = [head, "widest gaps:"]
-    lines += [f"  at {g['start_ms']:10.3f} ms  {g['duration_ms']:9.3f} ms  after {g['before']}  before {g['after']}"
-              for g in out["gaps"]] or ["  none"]
+        share = f"{out['busy_ms'] / out['span_ms']:.1%}" if out["span_ms"] > 0 else "of a zero span"
+        head = (f"{name}: {out['device']} trace, span {out['span_ms']:.3f} ms, busy {out['busy_ms']:.3f} ms "
+                f"({share}), idle {out['idle_ms']:.3f} ms, {out['steps']} steps")
+    lines = [head]
+    if out["skipped_events"]:
+        lines.append(f"skipped {describe_skipped(out['skipped_events'])}: {SKIP_RULES}")
+    lines.append("widest gaps:")
+    lines += [f"  at {g['start_ms']:10.3f} ms  {g['duration_ms']:9.3f} ms  after {_shown(g['before'])}  "
+              f"before {_shown(g['after'])}" for g in out["gaps"]] or ["  none"]
     lines.append(f"sync points: {len(out['sync_points'])}")
     lines += [f"  {c['direction']}: {c['count']} copies, {c['total_ms']:.3f} ms" for c in out["memcpy"]]
     lines.append("top operations:")
-    lines += [f"  {o['name'][:60]:<60} {o['count']:>6}  {o['total_ms']:10.3f} ms" for o in out["top_ops"]]
+    lines += [f"  {_shown(o['name'])[:60]:<60} {o['count']:>6}  {o['total_ms']:10.3f} ms" for o in out["top_ops"]]
     if out["phases"]:
-        lines.append("phases: " + ", ".join(f"{k} {v:.3f} ms" for k, v in out["phases"].items()))
+        lines.append("phases: " + ", ".join(f"{_shown(k)} {v:.3f} ms" for k, v in out["phases"].items()))
     if out["peak_memory_bytes"] is not None:
         lines.append(f"peak memory allocated: {out['peak_memory_bytes'] / 1e6:.1f} MB")
     return out, "\n".join(lines)
@@ -184,11 +215,13 @@ def _simulate(args: argparse.Namespace) -> tuple[dict, str]:
         raise ValueError(f"scenario must be one of {', '.join(map(repr, SCENARIOS))}, got {args.scenario!r}")
     knobs = {k: v for k, v in vars(args).items() if k in SimConfig.__dataclass_fields__ and v is not None}
     config = dataclasses.replace(SCENARIOS[args.scenario], **knobs)
-    path = simulate.write_trace(config, args.output)
+    simulate.trace_path(args.output, "output")
+    with _writing("output", args.output):
+        path = simulate.write_trace(config, args.output)
     out = {"path": str(path), "scenario": args.scenario, "config": dataclasses.asdict(config),
            "bytes": path.stat().st_size}
-    return out, f"wrote {path} ({out['bytes']:,} bytes): scenario {args.scenario}, " + ", ".join(
-        f"{k}={v}" for k, v in knobs.items())
+    return out, f"wrote {_shown(path)} ({out['bytes']:,} bytes): scenario {args.scenario}, " + ", ".join(
+        f"{k}={_shown(v)}" for k, v in knobs.items())
 
 
 def _grade(args: argparse.Namespace) -> tuple[dict, str]:
@@ -216,13 +249,23 @@ _EXIT_STATUS = {"grade": lambda out: 0 if out["passed"] else 1,
 def _plan(args: argparse.Namespace) -> tuple[dict, str]:
     from .plan import run_plan
     from .release import Registry
-    from .report import write_report
+    from .report import report_path, write_report
 
-    registry = Registry(args.registry) if args.registry else None
+    if args.report:  # checked before the plan runs (minutes), not when its report is written
+        report_path(args.report, "report")
+    registry = None
+    if args.registry:
+        class FlagRegistry(Registry):  # its write errors name the flag
+            def record(self, decision, at=None):
+                with _writing("registry", args.registry):
+                    return super().record(decision, at)
+
+        registry = FlagRegistry(output_file("registry", args.registry))
     result = run_plan(args.candidate, price_per_hour_usd=args.price_per_hour, rounds=args.rounds, registry=registry)
     out = result.to_dict()
     if args.report:
-        out["report"] = str(write_report(result.report_data(), args.report))
+        with _writing("report", args.report):
+            out["report"] = str(write_report(result.report_data(), args.report))
     d, c = out["decision"], out["cost_to_target"]
     lines = [f"{d['action'].upper()}: {out['candidate']['name']} against {out['baseline']['name']} -> "
              f"production runs {d['to']}"]
@@ -231,10 +274,13 @@ def _plan(args: argparse.Namespace) -> tuple[dict, str]:
                      f"{c['ratio_ci95'][1]:.3f}), {c['verdict']}, at an assumed ${out['price_per_hour_usd']:.2f}/h")
     lines += [f"  {reason}" for reason in d["reasons"]]
     if args.report:
-        lines.append(f"report: {out['report']}")
+        lines.append(f"report: {_shown(out['report'])}")
     return out, "\n".join(lines)
 
 
+# the inputs named inside a message: a snake_case word (never English) or any input given as "name=value"
+_FIELD = re.compile(r"\b(?:" + "|".join(re.escape(k) for k in _FLAGS if "_" in k) + r")\b|\b(?:"
+                    + "|".join(re.escape(k) for k in _FLAGS) + r")(?==)")
 _COMMANDS = {"ledger": _ledger, "predict": _predict, "profile-to-cost": _profile_to_cost, "analyze": _analyze,
              "simulate": _simulate, "plan": _plan, "grade": _grade, "self-check": _self_check}
 
@@ -245,7 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         out, text = _COMMANDS[args.command](args)
     except ValueError as err:
         field, _, rest = str(err).partition(" ")
-        print(f"gpucost-lab {args.command}: error: {_FLAGS.get(field, field)} {rest}", file=sys.stderr)
+        rest = _FIELD.sub(lambda m: _FLAGS[m[0]], rest)  # every named input as the flag typed
+        print(_shown(f"gpucost-lab {args.command}: error: {_FLAGS.get(field, field)} {rest}"), file=sys.stderr)
         return EXIT_USAGE
     print(json.dumps(out, allow_nan=False) if args.json else text)
     return _EXIT_STATUS.get(args.command, lambda out: 0)(out)

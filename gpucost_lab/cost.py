@@ -11,7 +11,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
-from ._validate import fraction, greater_than, positive
+from ._validate import FLOAT_MAX, fraction, greater_than, positive, too_large
 from .stats import Estimate, Interval, combine
 from .timing import Measurement
 
@@ -125,17 +125,38 @@ def nightly_window(units: float, units_per_s: float | Estimate, window_hours: fl
                        worst_hours <= window_hours, window_hours - run_hours)
 
 
+def _check_priced(baseline_hours: float, relative: float, price_per_hour_usd: float) -> None:
+    """ValueError naming the larger of the price and the hours when the candidate's hours or either cost overflow."""
+    longest = baseline_hours * max(relative, 1.0)
+    if math.isfinite(longest * price_per_hour_usd):
+        return
+    if math.isfinite(longest) and price_per_hour_usd >= baseline_hours:
+        raise too_large("price_per_hour_usd", price_per_hour_usd, FLOAT_MAX / longest,
+                        f"baseline_hours={baseline_hours!r} and a relative cost of {relative:.6g}",
+                        "the cost overflows")
+    raise too_large("baseline_hours", baseline_hours, FLOAT_MAX / max(relative, 1.0) / max(price_per_hour_usd, 1.0),
+                    f"price_per_hour_usd={price_per_hour_usd!r} and a relative cost of {relative:.6g}",
+                    "the hours or the cost overflow")
+
+
 def predict(throughput_gain: float, steps_change: float, price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD,
             baseline_hours: float | None = None, window_hours: float | None = None) -> dict:
     """The cost predictor (chapter 03): relative cost and verdict, and the priced run when a baseline
-    run length is given (time scales like cost at a fixed price)."""
+    run length is given (time scales like cost at a fixed price).
+
+    Inputs whose results overflow (a relative cost, hours or dollars beyond the largest float) are refused with a
+    ValueError naming the input and the largest value it may take."""
     positive("price_per_hour_usd", price_per_hour_usd)
     r = relative_cost(throughput_gain, steps_change)
+    if not math.isfinite(r):
+        raise too_large("steps_change", steps_change, FLOAT_MAX * (1.0 + throughput_gain) - 1.0,
+                        f"throughput_gain={throughput_gain!r}", "the relative cost overflows")
     out = {"relative_cost": r, "verdict": verdict(r), "throughput_gain": float(throughput_gain),
            "steps_change": float(steps_change), "price_per_hour_usd": float(price_per_hour_usd)}
     if baseline_hours is not None:
         positive("baseline_hours", baseline_hours)
         candidate_hours = baseline_hours * r
+        _check_priced(baseline_hours, r, price_per_hour_usd)
         out.update(baseline_hours=float(baseline_hours), candidate_hours=candidate_hours,
                    baseline_cost_usd=baseline_hours * price_per_hour_usd,
                    candidate_cost_usd=candidate_hours * price_per_hour_usd,

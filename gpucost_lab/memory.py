@@ -20,9 +20,15 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from ._validate import fraction, integer_at_least, non_negative, positive
+from ._validate import FLOAT_MAX, fraction, integer_at_least, non_negative, positive, too_large
 
 _TOLERANCE_GB = 1e-9  # one byte: absorbs float rounding at the exact budget edge
+# The ledger prints a row per block: real models have at most a few hundred blocks (layers), and 1,000 rows are
+# already more than anyone reads; 10,000,000 blocks took minutes to build and print.
+MAX_BLOCKS = 1000
+# Samples in a microbatch: far beyond any real one, and small enough that float arithmetic tells m from m + 1 samples
+# (the fit test settles the exact count in a step or two).
+MAX_MICROBATCH = 10**12
 
 # Assumption (stated, not measured): recomputing the forward pass adds about one forward to every
 # step, and a forward is about 1/3 of a forward+backward step's FLOPs (backward ~ 2 x forward), so a
@@ -110,7 +116,7 @@ class MemoryLedger:
         positive("activation_gb_per_sample", self.activation_gb_per_sample)
         positive("device_gb", self.device_gb)
         fraction("reserve_fraction", self.reserve_fraction)
-        integer_at_least("blocks", self.blocks, 1)
+        integer_at_least("blocks", self.blocks, 1, MAX_BLOCKS)
         fraction("checkpoint_keep_fraction", self.checkpoint_keep_fraction, include_zero=False, include_one=True)
 
     @property
@@ -128,8 +134,21 @@ class MemoryLedger:
     def peak_gb(self, microbatch: int, checkpointing: bool = False) -> float:
         """Static memory plus the peak activations at ``microbatch``: every block's activations, or
         with ``checkpointing`` the kept inputs of all blocks but one plus one recomputed block."""
-        microbatch = integer_at_least("microbatch", microbatch, 1)
+        microbatch = integer_at_least("microbatch", microbatch, 1, MAX_MICROBATCH)
+        self._check_finite(microbatch)
         return self.static_gb + self._peak_activations_gb(microbatch, bool(checkpointing))
+
+    def _check_finite(self, microbatch: int) -> None:
+        """ValueError naming the input when a row of the ledger at ``microbatch`` would overflow."""
+        a, m, static = self.activation_gb_per_sample, microbatch, self.static_gb
+        if math.isfinite(a * m * self.blocks) and math.isfinite(static + a * m):  # the rows' largest terms
+            return
+        given = f"activation_gb_per_sample={a!r}, microbatch={m}, blocks={self.blocks}"
+        if static > a * m:
+            raise too_large("static_gb", static, FLOAT_MAX - a * m, given, "the peak memory overflows")
+        given = f"static_gb={static!r}, microbatch={m}, blocks={self.blocks}"
+        raise too_large("activation_gb_per_sample", a, (FLOAT_MAX - static) / m / self.blocks, given,
+                        "the peak memory overflows")
 
     def _within_budget(self, total_gb: float) -> bool:
         return total_gb <= self.budget_gb + _TOLERANCE_GB
@@ -140,7 +159,15 @@ class MemoryLedger:
         free_gb = self.budget_gb - self.static_gb
         if free_gb < 0:
             return 0
-        m = math.floor(free_gb / self._peak_activations_gb(1, checkpointing))
+        per_sample_gb = self._peak_activations_gb(1, checkpointing)
+        if free_gb + _TOLERANCE_GB > per_sample_gb * MAX_MICROBATCH:
+            a = self.activation_gb_per_sample
+            given = (f"activation_gb_per_sample={a!r} (or activation_gb_per_sample >= "
+                     f"{(free_gb + _TOLERANCE_GB) / MAX_MICROBATCH * a / per_sample_gb:.6g} at this device_gb)")
+            limit = (self.static_gb + per_sample_gb * MAX_MICROBATCH - _TOLERANCE_GB) / (1.0 - self.reserve_fraction)
+            raise too_large("device_gb", self.device_gb, limit, given,
+                            f"the largest microbatch that fits passes {MAX_MICROBATCH:.0e} samples")
+        m = math.floor((free_gb + _TOLERANCE_GB) / per_sample_gb)
         # the division can land a hair either side of an exact edge: settle it with the fit test itself
         while self._within_budget(self.static_gb + self._peak_activations_gb(m + 1, checkpointing)):
             m += 1

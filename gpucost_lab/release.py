@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, TextIO
 
-from ._validate import integer_at_least, one_of, positive
+from ._validate import integer_at_least, one_of, output_file, positive
 from .compare import RatioVerdict
 from .contract import BenchmarkContract, ContractMismatch
 from .stats import Estimate, Interval, ratio_interval
@@ -279,9 +279,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], None]) -> Pa
 
     If anything fails before the rename, ``path`` keeps its old content and the temporary file is removed.
     """
-    path = Path(path)
-    if not path.parent.is_dir():
-        raise ValueError(f"path must be in an existing folder, got {str(path)!r}")
+    path = output_file("path", path)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
         with open(tmp, "x", encoding="utf-8", newline="\n") as f:

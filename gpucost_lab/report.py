@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from ._validate import integer_at_least, positive
+from ._validate import integer_at_least, output_file, positive
 from .contract import BenchmarkContract
 from .release import Decision, atomic_write_text, format_bytes, format_ratio
 from .stats import Estimate, Interval
@@ -297,15 +297,21 @@ def render_html(data: ReportData) -> str:
     return "\n".join(parts)
 
 
+def report_path(path: str | os.PathLike, name: str = "path") -> Path:
+    """``path`` as a Path if a report can be written there (ValueError naming ``name`` if not): a suffix of
+    :data:`REPORT_SUFFIXES`, and see :func:`~gpucost_lab._validate.output_file`."""
+    if Path(path).suffix.lower() not in REPORT_SUFFIXES:
+        raise ValueError(f"{name} must end with one of {', '.join(REPORT_SUFFIXES)}, got {str(path)!r}")
+    return output_file(name, path)
+
+
 def write_report(data: ReportData, path: str | os.PathLike) -> Path:
     """Write the report atomically: Markdown for ``.md``, HTML for ``.html`` or ``.htm``. Returns the path."""
-    path = Path(path)
-    suffix = path.suffix.lower()
-    if suffix not in REPORT_SUFFIXES:
-        raise ValueError(f"path must end with one of {', '.join(REPORT_SUFFIXES)}, got {str(path)!r}")
-    text = render_markdown(data) if suffix == ".md" else render_html(data)
+    path = report_path(path)
+    text = render_markdown(data) if path.suffix.lower() == ".md" else render_html(data)
     return atomic_write_text(path, text)
 
 
 __all__ = ["REPORT_SUFFIXES", "ReportData", "RunRow", "format_estimate", "format_estimates", "format_memory",
-           "format_number", "format_steps", "render_html", "render_markdown", "write_report"]
+           "format_number", "format_steps", "render_html", "render_markdown", "report_path",
+           "write_report"]

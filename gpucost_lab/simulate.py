@@ -37,7 +37,7 @@ from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ._validate import integer_at_least, non_negative
+from ._validate import integer_at_least, non_negative, output_file
 from .roofline import bytes_per_element, linear_layer_cost, lookup
 
 # Copies. PCIe 4.0 x16 moves 31.5 GB/s per direction in theory; CUDA's bandwidthTest reaches about 25 GB/s
@@ -450,14 +450,17 @@ def trace_bytes(config: SimConfig = SimConfig(), compress: bool = False) -> byte
     return buffer.getvalue()
 
 
+def trace_path(path: str | os.PathLike, name: str = "path") -> Path:
+    """``path`` as a Path if a trace can be written there; else ValueError naming ``name`` (see ``output_file``)."""
+    if not Path(path).name.endswith((".json", ".json.gz")):
+        raise ValueError(f"{name} must end with .json or .json.gz, got {str(path)!r}")
+    return output_file(name, path)
+
+
 def write_trace(config: SimConfig, path: str | os.PathLike) -> Path:
     """Write the trace to ``path`` (``.json`` or ``.json.gz``) atomically: a temporary file in the same
     folder, then ``os.replace``. Returns the path."""
-    path = Path(path)
-    if not path.name.endswith((".json", ".json.gz")):
-        raise ValueError(f"path must end with .json or .json.gz, got {str(path)!r}")
-    if not path.parent.is_dir():
-        raise ValueError(f"path must be in an existing folder, got {str(path)!r}")
+    path = trace_path(path)
     data = trace_bytes(config, compress=path.name.endswith(".gz"))
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
@@ -469,4 +472,4 @@ def write_trace(config: SimConfig, path: str | os.PathLike) -> Path:
     return path
 
 
-__all__ = ["SCENARIOS", "SimConfig", "phase_totals_us", "simulate", "trace_bytes", "write_trace"]
+__all__ = ["SCENARIOS", "SimConfig", "phase_totals_us", "simulate", "trace_bytes", "trace_path", "write_trace"]

@@ -30,6 +30,7 @@ import gzip
 import math
 import zlib
 from array import array
+from collections import Counter
 from dataclasses import dataclass, field
 from numbers import Real
 from pathlib import Path
@@ -39,6 +40,8 @@ import numpy as np
 import pandas as pd
 
 from ._validate import integer_at_least, non_negative
+from .trace_input import (MAX_EVENTS, DepthLimitedReader, TraceRefused, event_integers, event_times,
+                          no_usable_events, too_many_events)
 
 try:
     _IJSON = ijson.get_backend("yajl2_c")
@@ -65,11 +68,13 @@ _MALFORMED = (ijson.JSONError, EOFError, gzip.BadGzipFile, zlib.error, UnicodeDe
 
 @dataclass(frozen=True, eq=False)
 class Trace:
-    """A loaded trace: ``events`` has :data:`EVENT_COLUMNS`, sorted by ``ts_us``; ``device`` is "cuda" or "cpu"."""
+    """A loaded trace: ``events`` has :data:`EVENT_COLUMNS`, sorted by ``ts_us``; ``device`` is "cuda" or "cpu";
+    ``skipped`` counts the events left out by reason (``{"dur negative": 2}``)."""
 
     path: str
     events: pd.DataFrame = field(repr=False)
     device: str
+    skipped: dict = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"Trace(path={self.path!r}, device={self.device!r}, events={len(self.events)})"
@@ -112,8 +117,9 @@ def _open(path: Path):
 _PROGRESS_EVERY = 65_536  # events between progress-bar updates: cheap next to parsing them
 
 
-def _read_columns(path: Path, lo: float, hi: float, progress: bool = False) -> tuple[dict, tuple[float, float]]:
-    """Stream the events into per-column lists/arrays, keeping those that overlap [lo, hi]."""
+def _read_columns(path: Path, lo: float, hi: float, progress: bool = False,
+                  max_events: int = MAX_EVENTS) -> tuple[dict, tuple[float, float], dict]:
+    """Stream the events into per-column lists/arrays, keeping those that overlap [lo, hi]; count skipped ones."""
     from tqdm.auto import tqdm
 
     bar = tqdm(desc=f"reading {path.name}", unit=" events", unit_scale=True, disable=not progress)
@@ -123,23 +129,26 @@ def _read_columns(path: Path, lo: float, hi: float, progress: bool = False) -> t
      add_bytes, add_total, add_device) = (columns[k].append for k in EVENT_COLUMNS)
     one = {}.setdefault  # one str object per distinct name, cat, pid, tid and lane
     seen_lo, seen_hi = math.inf, -math.inf
+    skipped: Counter = Counter()
     f, prefix = _open(path)
-    with f:
+    with DepthLimitedReader(f, path) as f:
         for ev in _IJSON.items(f, prefix, use_float=True):
             read += 1
             if read % _PROGRESS_EVERY == 0:
                 bar.update(_PROGRESS_EVERY)
+            if read > max_events:
+                raise too_many_events(path, max_events)
             ph = ev.get("ph") if isinstance(ev, dict) else None
             if ph == "X":
-                kind = "other"
+                kind, times = "other", event_times(ev.get("ts"), ev.get("dur"))
             elif ph == "i" and ev.get("name") == "[memory]":
-                kind = "memory"
+                kind, times = "memory", event_times(ev.get("ts"), 0.0)
             else:
                 continue
-            t = ev.get("ts")
-            if t is None:
+            if times.__class__ is str:
+                skipped[times] += 1
                 continue
-            t, d = float(t), float(ev.get("dur") or 0.0)
+            t, d = times
             seen_lo, seen_hi = (t if t < seen_lo else seen_lo), (t + d if t + d > seen_hi else seen_hi)
             if t > hi or t + d < lo:
                 continue
@@ -149,14 +158,14 @@ def _read_columns(path: Path, lo: float, hi: float, progress: bool = False) -> t
                 kind = _KIND_BY_CAT.get(cat.lower(), "other")
                 if kind == "annotation" and name.startswith("ProfilerStep#"):
                     kind = "step"
-            stream, correlation, tid = args.get("stream"), args.get("correlation"), str(ev.get("tid"))
+            integers = event_integers(kind, args)
+            if integers.__class__ is str:
+                skipped[integers] += 1
+                continue
+            stream, correlation, nbytes, total, device = integers
+            tid = str(ev.get("tid"))
             on_gpu = stream is not None and (kind in _GPU_KINDS or cat == "gpu_user_annotation")
-            lane = f"stream {int(stream)}" if on_gpu else f"thread {tid}"
-            nbytes = total = device = None
-            if kind == "memory":
-                nbytes, total, device = args.get("Bytes"), args.get("Total Allocated"), args.get("Device Type")
-            elif kind == "memcpy" or kind == "memset":
-                nbytes = args.get("bytes")
+            lane = f"stream {stream}" if on_gpu else f"thread {tid}"
             add_name(one(name, name))
             add_kind(kind)
             add_cat(one(cat, cat))
@@ -165,14 +174,14 @@ def _read_columns(path: Path, lo: float, hi: float, progress: bool = False) -> t
             add_lane(one(lane, lane))
             add_ts(t)
             add_dur(d)
-            add_stream(_MISSING if stream is None else int(stream))
-            add_correlation(_MISSING if correlation is None else int(correlation))
-            add_bytes(_MISSING if nbytes is None else int(nbytes))
-            add_total(_MISSING if total is None else int(total))
-            add_device(_MISSING if device is None else int(device))
+            add_stream(_MISSING if stream is None else stream)
+            add_correlation(_MISSING if correlation is None else correlation)
+            add_bytes(_MISSING if nbytes is None else nbytes)
+            add_total(_MISSING if total is None else total)
+            add_device(_MISSING if device is None else device)
     bar.update(read % _PROGRESS_EVERY)
     bar.close()
-    return columns, (seen_lo, seen_hi)
+    return columns, (seen_lo, seen_hi), skipped
 
 
 def _frame(columns: dict) -> pd.DataFrame:
@@ -202,36 +211,44 @@ def _no_events_in_window(path, start_us, end_us, span: tuple[float, float]) -> V
                       f"(the trace's events run from {span[0]:.3f} to {span[1]:.3f} us)")
 
 
-def load_trace(path, *, start_us: float | None = None, end_us: float | None = None, progress: bool = False) -> Trace:
+def load_trace(path, *, start_us: float | None = None, end_us: float | None = None, progress: bool = False,
+               max_events: int = MAX_EVENTS) -> Trace:
     """Load a Kineto/Chrome trace (``.json`` or gzip, by content) into a :class:`Trace`.
 
     ``progress=True`` shows a progress bar (events read) in a terminal or notebook, for large traces.
 
-    Raises ValueError naming the file for a missing file, a directory, truncated or malformed JSON or gzip, a
-    trace without events, or a ``start_us``/``end_us`` window (absolute, as ``ts_us``) holding none.
+    An event with an unusable ts, dur or integer arg is skipped and counted in ``Trace.skipped`` by reason.
+    Raises ValueError naming the file for a missing file, a directory, truncated or malformed JSON or gzip, JSON
+    nested too deep, more than ``max_events`` events, a trace without usable events, or a ``start_us``/``end_us``
+    window (absolute, as ``ts_us``) holding none. Limits and skip rules: :mod:`gpucost_lab.trace_input`.
     """
     path = Path(path)
     lo, hi = _window(start_us, end_us)
+    max_events = integer_at_least("max_events", max_events, 1)
     if not path.exists():
         raise ValueError(f"{path}: no such trace file")
     if path.is_dir():
         raise ValueError(f"{path}: is a directory, not a trace file (.json or .json.gz)")
     try:
-        columns, seen = _read_columns(path, lo, hi, progress)
+        columns, seen, skipped = _read_columns(path, lo, hi, progress, max_events)
     except _MALFORMED as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ValueError(f"{path}: not a readable trace: truncated or malformed JSON or gzip ({detail})") from None
     except OSError as exc:
         raise ValueError(f"{path}: cannot read the trace file ({exc.strerror or exc})") from None
+    except TraceRefused:
+        raise
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: malformed trace event ({exc})") from None
     if not columns["name"]:
         if seen[0] <= seen[1]:
             raise _no_events_in_window(path, start_us, end_us, seen)
+        if skipped:
+            raise no_usable_events(path, skipped)
         raise ValueError(f"{path}: no trace events ('traceEvents' is missing or holds no complete events)")
     events = _clip(_frame(columns), lo, hi)
     device = "cuda" if events["kind"].isin(_GPU_WORK).any() else "cpu"
-    return Trace(path=str(path), events=events, device=device)
+    return Trace(path=str(path), events=events, device=device, skipped=dict(sorted(skipped.items())))
 
 
 def _select(trace: Trace, start_us: float | None, end_us: float | None) -> pd.DataFrame:
@@ -475,7 +492,8 @@ GAP_FLOOR_US = 1.0  # analyze() lists gaps of at least the trace clock's 1 us re
 def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_us: float | None = None) -> dict:
     """Every view at once, as plain JSON-ready values in milliseconds, times relative to the trace's first event.
 
-    Keys: device, span_ms, busy_ms, idle_ms, gaps, sync_points, memcpy, top_ops, peak_memory_bytes, phases, steps.
+    Keys: device, span_ms, busy_ms, idle_ms, gaps, sync_points, memcpy, top_ops, peak_memory_bytes, phases, steps,
+    skipped_events (``Trace.skipped``: the events left out, by reason).
     With nothing to measure busy time from (no kernels; no cpu_ops), span/busy/idle are None and gaps empty.
     Gaps shorter than ``GAP_FLOOR_US`` are left out of the list (they still count as idle time).
     """
@@ -497,7 +515,7 @@ def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_
         top_ops=_ms_records(top_ops(trace, top, **window), origin_us),
         peak_memory_bytes=_plain(peak_memory_bytes(trace, **window)),
         phases={p["name"]: p["total_ms"] for p in _ms_records(phases(trace, **window), origin_us)},
-        steps=len(steps(trace, **window)))
+        steps=len(steps(trace, **window)), skipped_events=dict(trace.skipped))
     return result
 
 

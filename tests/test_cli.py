@@ -68,6 +68,12 @@ def test_predict_course_question(capsys):
     (["profile-to-cost", "--price-per-hour", "-2"], "--price-per-hour"),
     (["profile-to-cost", "--repeats", "1"], "--repeats"),
     (["ledger"], "--microbatch"),
+    (["ledger", "--microbatch", "8", "--device-gb", "1e308"], "--device-gb"),  # the largest microbatch overflows
+    (["ledger", "--microbatch", "8", "--blocks", "10000000"], "--blocks"),  # at most 1,000 rows
+    (["predict", "--throughput-gain", "0.2", "--steps-change", "0.1", "--price-per-hour", "1e308",
+      "--baseline-hours", "10", "--json"], "--price-per-hour"),  # the cost overflows
+    (["simulate", "-o", "."], "--output"),  # a folder
+    (["plan", "--report", "."], "--report"),  # a folder, refused before the plan runs
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, flag):
     try:

@@ -1,0 +1,178 @@
+"""Checks on a trace file's content, made while :func:`gpucost_lab.timeline.load_trace` streams it.
+
+- **Nesting depth**: the parser (ijson) keeps one prefix string per open level, each as long as the path to it, so
+  its memory grows with the square of the depth: 20,000 nested arrays take about 1 GB, a 200 KB file of them tens
+  of GB. :class:`DepthLimitedReader` counts the nesting (brackets outside strings) of every chunk *before* the
+  parser sees it and refuses the file beyond :data:`MAX_DEPTH` levels.
+- **Event count**: at most :data:`MAX_EVENTS` entries in ``traceEvents`` (``load_trace(max_events=...)`` changes it).
+- **Event fields**: :func:`event_times` and :func:`event_integers` give an event's numbers, or the reason it is
+  skipped (see :data:`SKIP_RULES`); ``load_trace`` counts the skipped events by reason in ``Trace.skipped``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+# A Kineto trace nests 6 or 7 levels (document, traceEvents, event, args, "Input Dims", a tensor list, a shape);
+# 64 leaves room for any profiler's extras while the parser's prefixes stay a few kilobytes.
+MAX_DEPTH = 64
+# A loaded event costs about 400 bytes at peak (benchmarks/RESULTS.md: 1,000,000 events, 450 MB) and 250 bytes of
+# JSON: 10 million events are a 2.5 GB trace loaded in about 4 GB and a minute; a few profiled steps of a large
+# model hold well under a million.
+MAX_EVENTS = 10_000_000
+
+SKIP_RULES = ("ts and dur must be finite numbers >= 0 (a complete 'X' event needs dur), ts + dur finite; "
+              "args stream, correlation, bytes, Bytes, Total Allocated and Device Type integers")
+
+_NOT_SYNTAX = bytes(b for b in range(256) if b not in b'"[]{}')  # all but what strings and nesting are made of
+_QUOTE, _BACKSLASH = ord('"'), ord("\\")
+_STEP = np.zeros(256, dtype=np.int8)
+_STEP[list(b"[{")], _STEP[list(b"]}")] = 1, -1
+_INT64 = 2**63  # integer args must lie in (-2**63, 2**63): -2**63 marks an absent one
+
+
+class TraceRefused(ValueError):
+    """A trace beyond a limit of this module (the message names the file, the limit and what is allowed)."""
+
+
+class DepthLimitedReader:
+    """A binary file wrapper whose ``read`` refuses (:class:`TraceRefused`) data nested deeper than ``max_depth``.
+
+    Brackets inside strings do not count; strings and escapes are followed across chunks. Numpy does the
+    counting, so the check costs about a tenth of the parse.
+    """
+
+    def __init__(self, raw, path, max_depth: int = MAX_DEPTH):
+        self._raw, self._path, self._max = raw, path, max_depth
+        self._depth, self._in_string, self._escaped = 0, False, False
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(size)
+        if data:
+            self._scan(data)
+        return data
+
+    def _scan(self, data: bytes) -> None:
+        if self._escaped or b"\\" in data:
+            a = np.frombuffer(data, dtype=np.uint8)  # every byte counts to tell where a run of backslashes ends
+            quote = self._unescaped_quotes(a)
+        else:
+            a = np.frombuffer(data.translate(None, _NOT_SYNTAX), dtype=np.uint8)  # only quotes and brackets
+            quote = a == _QUOTE
+            if not len(a):
+                return
+        inside = np.bitwise_xor.accumulate(quote.view(np.uint8)).view(bool) ^ self._in_string
+        step = _STEP[a]
+        step[inside] = 0
+        depth = self._depth + np.cumsum(step, dtype=np.int64)
+        if depth.max() > self._max:
+            raise TraceRefused(f"{self._path}: JSON nested more than {self._max} levels deep; allowed: at most "
+                               f"{self._max} levels of arrays and objects inside one another")
+        self._depth, self._in_string = int(depth[-1]), bool(inside[-1])
+
+    def _unescaped_quotes(self, a: np.ndarray) -> np.ndarray:
+        """Where ``a`` holds a quote not escaped by an odd run of backslashes; notes whether the next chunk's first
+        byte is escaped."""
+        backslash, quote = a == _BACKSLASH, a == _QUOTE
+        if self._escaped:  # the first byte is escaped: it neither ends a string nor escapes the next one
+            backslash[0] = quote[0] = False
+        index = np.arange(len(a))
+        last_other = np.maximum.accumulate(np.where(backslash, -1, index))  # the last byte so far not a backslash
+        quote[1:] &= (index[:-1] - last_other[:-1]) % 2 == 0
+        self._escaped = bool((len(a) - 1 - last_other[-1]) % 2)
+        return quote
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def too_many_events(path, limit: int) -> TraceRefused:
+    return TraceRefused(f"{path}: traceEvents must hold at most {limit:,} events (max_events), got at least "
+                        f"{limit + 1:,}; profile fewer steps or load the trace with a larger max_events")
+
+
+_NUMBER = (int, float)  # ijson gives int or float; bool and str are not numbers here
+_INF = math.inf
+
+
+def _problem(value) -> str | None:
+    if value is None:
+        return "missing"
+    if value.__class__ not in _NUMBER:
+        return "not a number"
+    try:
+        x = float(value)
+    except OverflowError:  # an integer beyond the float range
+        return "not finite"
+    if not math.isfinite(x):
+        return "not finite"
+    return "negative" if x < 0 else None
+
+
+def event_times(ts, dur) -> tuple[float, float] | str:
+    """``(ts, dur)`` as floats, or why the event is skipped: "ts missing", "dur negative", "ts + dur not finite", ...
+
+    ``dur`` is the event's duration (pass 0.0 for an instant event, which has none).
+    """
+    if ts.__class__ in _NUMBER and dur.__class__ in _NUMBER:
+        try:
+            t, d = float(ts), float(dur)
+        except OverflowError:
+            pass
+        else:
+            if 0.0 <= t and 0.0 <= d and t + d < _INF:
+                return t, d
+    for name, value in (("ts", ts), ("dur", dur)):
+        problem = _problem(value)
+        if problem:
+            return f"{name} {problem}"
+    return "ts + dur not finite"
+
+
+_SIZED = frozenset({"memory", "memcpy", "memset"})  # the kinds with a byte count
+
+
+class _Skip(Exception):
+    """An unusable integer arg; the message is the reason the event is counted under."""
+
+
+def _integer(args: dict, key: str) -> int | None:
+    value = args.get(key)
+    if value is None or (value.__class__ is int and -_INT64 < value < _INT64):
+        return value
+    if value.__class__ is float and value.is_integer() and -_INT64 < value < _INT64:
+        return int(value)
+    raise _Skip(f"args.{key} not an integer")
+
+
+def event_integers(kind: str, args: dict) -> tuple | str:
+    """``(stream, correlation, bytes, total allocated, device type)`` of an event of ``kind`` (None where absent or
+    not read for that kind), or why the event is skipped ("args.stream not an integer", ...)."""
+    stream, correlation = args.get("stream"), args.get("correlation")
+    if (kind not in _SIZED and (stream is None or (stream.__class__ is int and -_INT64 < stream < _INT64))
+            and (correlation is None or (correlation.__class__ is int and -_INT64 < correlation < _INT64))):
+        return stream, correlation, None, None, None  # the common case, without a call per field
+    try:
+        stream, correlation = _integer(args, "stream"), _integer(args, "correlation")
+        if kind == "memory":
+            return stream, correlation, _integer(args, "Bytes"), _integer(args, "Total Allocated"), _integer(
+                args, "Device Type")
+        return stream, correlation, _integer(args, "bytes") if kind in _SIZED else None, None, None
+    except _Skip as reason:
+        return str(reason)
+
+
+def describe_skipped(skipped: dict) -> str:
+    """``"3 events (dur missing: 1, dur negative: 2)"``."""
+    return f"{sum(skipped.values())} events (" + ", ".join(f"{k}: {v}" for k, v in sorted(skipped.items())) + ")"
+
+
+def no_usable_events(path, skipped: dict) -> ValueError:
+    return ValueError(f"{path}: no usable trace events: skipped {describe_skipped(skipped)}; allowed: {SKIP_RULES}")

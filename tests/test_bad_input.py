@@ -1,0 +1,287 @@
+"""Bad input everywhere: nesting and event limits of a trace, unusable events skipped and counted, results that
+would overflow, output paths that cannot be written, and control characters in printed names.
+
+Every expected value here is derived by hand from the fixture written in the test, not by the module's code.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+import resource
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpucost_lab import cli, simulate, timeline as tl
+from gpucost_lab.trace_input import MAX_DEPTH, DepthLimitedReader
+
+FLOAT_MAX = sys.float_info.max
+
+
+def run_cli(capsys, *argv):
+    """(exit status, stdout, stderr) of the CLI run in this process."""
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def assert_one_line_error(code, out, err, *fragments):
+    assert code == 2 and out == ""
+    assert "Traceback" not in err and err.endswith("\n") and err.count("\n") == 1, err
+    for fragment in fragments:
+        assert fragment in err, (fragment, err)
+
+
+def write_events(path: Path, events: list[dict]) -> Path:
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def kernel(name, ts, dur, **extra):
+    event = {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "args": {"stream": 7}}
+    if dur is not None:
+        event["dur"] = dur
+    event.update(extra)
+    return event
+
+
+# ----------------------------------------------------------------------------------------------- nesting depth
+DEEP = 100_000  # 200 KB of brackets: without a limit the parser's prefixes need about 25 GB (1 GB at 20,000)
+
+
+def test_deep_nesting_is_refused_before_the_parser_sees_a_byte():
+    reader = DepthLimitedReader(io.BytesIO(b'{"traceEvents": ' + b"[" * DEEP + b"]" * DEEP + b"}"), "deep.json")
+    with pytest.raises(ValueError, match=f"deep.json: JSON nested more than {MAX_DEPTH} levels deep"):
+        reader.read(65536)  # the first chunk already passes the limit: the parser would receive nothing
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA bounds anonymous memory on Linux")
+def test_analyze_of_deep_nesting_is_one_line_and_exit_2_in_bounded_memory(tmp_path):
+    path = tmp_path / "deep.json"
+    path.write_bytes(b"[" * DEEP + b"]" * DEEP)
+    assert path.stat().st_size == 200_000
+    limit = 1 << 30  # 1 GiB of data: the CLI needs about 0.4 GiB; the unbounded parse failed with MemoryError here
+
+    def bounded():
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+    proc = subprocess.run([sys.executable, "-m", "gpucost_lab", "analyze", str(path)], capture_output=True, text=True,
+                          preexec_fn=bounded, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr
+    assert proc.stderr == (f"gpucost-lab analyze: error: {path}: JSON nested more than 64 levels deep; allowed: at "
+                           f"most 64 levels of arrays and objects inside one another\n")
+
+
+def nested_args(levels: int) -> dict:
+    """An event whose args hold ``levels`` nested lists: document, traceEvents, event, args, then the lists."""
+    value: list = []
+    for _ in range(levels - 1):
+        value = [value]
+    return kernel("k", 0, 5, args={"stream": 7, "shape": value})
+
+
+def test_depth_limit_counts_brackets_outside_strings_only(tmp_path):
+    tricky = kernel('[[[{{{ "quoted" \\ [[[', 10, 5)  # brackets, a quote and a backslash inside a string
+    ok = write_events(tmp_path / "ok.json", [nested_args(MAX_DEPTH - 4), tricky])
+    assert len(tl.load_trace(ok).events) == 2  # 4 + 60 = 64 levels: allowed
+    deep = write_events(tmp_path / "deep.json", [nested_args(MAX_DEPTH - 3), tricky])
+    with pytest.raises(ValueError, match="nested more than 64 levels"):
+        tl.load_trace(deep)
+
+
+def test_strings_and_escapes_split_across_reads_are_followed():
+    doc = json.dumps({"a": ['x\\"[[[', "\\\\", '"]]]{{{'] * 3, "b": [[[]]]}).encode()  # true depth 4
+    for size in (1, 2, 3, 5):
+        reader, raw = DepthLimitedReader(io.BytesIO(doc), "d", max_depth=4), b""
+        while chunk := reader.read(size):
+            raw += chunk
+        assert raw == doc
+        with pytest.raises(ValueError, match="nested more than 3 levels"):
+            tight = DepthLimitedReader(io.BytesIO(doc), "d", max_depth=3)
+            while tight.read(size):
+                pass
+
+
+# ----------------------------------------------------------------------------------------------- event count
+def test_more_events_than_the_limit_are_refused(tmp_path, capsys, monkeypatch):
+    path = write_events(tmp_path / "t.json", [kernel(f"k{i}", 10 * i, 5) for i in range(5)])
+    assert len(tl.load_trace(path, max_events=5).events) == 5
+    with pytest.raises(ValueError, match="traceEvents must hold at most 4 events"):
+        tl.load_trace(path, max_events=4)
+    with pytest.raises(ValueError, match="max_events must be an integer >= 1, got 0"):
+        tl.load_trace(path, max_events=0)
+    monkeypatch.setitem(tl.load_trace.__kwdefaults__, "max_events", 3)
+    code, out, err = run_cli(capsys, "analyze", str(path))
+    assert_one_line_error(code, out, err, "traceEvents must hold at most 3 events")
+
+
+# ----------------------------------------------------------------------------------------------- unusable events
+BAD_EVENTS = [
+    kernel("neg", 30, -15078),  # dur negative
+    kernel("nodur", 40, None),  # dur missing
+    {**kernel("nulldur", 41, None), "dur": None},  # dur missing (null)
+    kernel("strdur", 42, "5"),  # dur not a number
+    kernel("booldur", 43, True),  # dur not a number
+    kernel("nots", None, 5),  # ts missing
+    kernel("negts", -1, 5),  # ts negative
+    kernel("huge", 1.7e308, 1e308),  # ts + dur not finite
+    kernel("bigstream", 44, 5, args={"stream": 1e30}),  # args.stream not an integer
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": "x", "args": {"Total Allocated": 8}},
+]
+EXPECTED_SKIPS = {"dur negative": 1, "dur missing": 2, "dur not a number": 2, "ts missing": 1, "ts negative": 1,
+                  "ts + dur not finite": 1, "args.stream not an integer": 1, "ts not a number": 1}
+
+
+def test_unusable_events_are_skipped_and_counted(tmp_path):
+    path = write_events(tmp_path / "t.json", [kernel("a", 0, 10), kernel("b", 20, 5), *BAD_EVENTS])
+    trace = tl.load_trace(path)
+    assert trace.skipped == EXPECTED_SKIPS and sum(trace.skipped.values()) == len(BAD_EVENTS) == 10
+    assert list(trace.events["name"]) == ["a", "b"]
+    b = tl.busy_idle(trace)  # kernels [0, 10] and [20, 25]
+    assert (b.span_us, b.busy_us, b.idle_us) == (25.0, 15.0, 10.0)
+    assert tl.analyze(trace)["skipped_events"] == EXPECTED_SKIPS
+
+
+def test_a_trace_of_only_unusable_events_is_refused_naming_the_counts(tmp_path):
+    path = write_events(tmp_path / "t.json", [kernel("neg", 30, -15078), kernel("nodur", 40, None)])
+    skipped = r"skipped 2 events \(dur missing: 1, dur negative: 1\)"
+    with pytest.raises(ValueError, match="no usable trace events: " + skipped):
+        tl.load_trace(path)
+
+
+def test_analyze_states_the_skipped_count_and_never_a_negative_busy_time(tmp_path, capsys):
+    path = write_events(tmp_path / "t.json", [kernel("a", 0, 10), kernel("b", 20, 5), *BAD_EVENTS])
+    code, out, err = run_cli(capsys, "analyze", str(path))
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == f"{path}: cuda trace, span 0.025 ms, busy 0.015 ms (60.0%), idle 0.010 ms, 0 steps"
+    assert lines[1].startswith("skipped 10 events (args.stream not an integer: 1, dur missing: 2, dur negative: 1, "
+                               "dur not a number: 2, ts + dur not finite: 1, ts missing: 1, ts negative: 1, "
+                               "ts not a number: 1): ts and dur must be finite numbers >= 0")
+
+
+def test_analyze_json_carries_the_skipped_counts(tmp_path, capsys):
+    path = write_events(tmp_path / "t.json", [kernel("a", 0, 10), kernel("b", 20, 5), *BAD_EVENTS])
+    code, out, _ = run_cli(capsys, "analyze", str(path), "--json")
+    result = json.loads(out)
+    assert code == 0 and result["skipped_events"] == EXPECTED_SKIPS
+    assert (result["busy_ms"], result["span_ms"]) == (0.015, 0.025)
+
+
+def test_a_zero_span_prints_no_division(tmp_path, capsys):
+    path = write_events(tmp_path / "t.json", [kernel("instant", 5, 0)])
+    code, out, err = run_cli(capsys, "analyze", str(path))
+    assert code == 0 and err == ""
+    assert out.splitlines()[0] == (f"{path}: cuda trace, span 0.000 ms, busy 0.000 ms (of a zero span), "
+                                   f"idle 0.000 ms, 0 steps")
+
+
+# ----------------------------------------------------------------------------------------------- control characters
+def test_control_characters_in_names_are_escaped_when_printed(tmp_path, capsys):
+    name = "k\x1b[31mred\nline\u202e"
+    path = write_events(tmp_path / "t.json", [kernel(name, 0, 10), kernel("b", 20, 5),
+                                              {"ph": "X", "cat": "user_annotation", "name": "ph\tase", "pid": 1,
+                                               "tid": 1, "ts": 0, "dur": 3, "args": {}}])
+    code, out, err = run_cli(capsys, "analyze", str(path))
+    assert code == 0 and err == ""
+    assert all(line.isprintable() for line in out.splitlines())
+    assert r"after k\x1b[31mred\nline\u202e  before b" in out
+    assert r"phases: ph\tase 0.003 ms" in out
+    weird = tmp_path / "no\nsuch\x07.json"
+    code, out, err = run_cli(capsys, "analyze", str(weird))
+    assert_one_line_error(code, out, err, r"no\nsuch\x07.json: no such trace file")
+
+
+# ----------------------------------------------------------------------------------------------- overflow
+@pytest.mark.parametrize("argv, message", [
+    (["ledger", "--microbatch", "32", "--device-gb", "1e308"],
+     f"--device-gb must be <= {(3.2 + 0.34 * 10**12) / 0.9:.6g} with --activation-gb-per-sample=0.34 "),
+    (["ledger", "--microbatch", "32", "--activation-gb-per-sample", "1e-300"],
+     f"(or --activation-gb-per-sample >= {(21.6 - 3.2 + 1e-9) / 10**12:.6g} at this --device-gb)"),
+    (["ledger", "--microbatch", "32", "--static-gb", "1.7e308", "--activation-gb-per-sample", "1e307"],
+     f"--activation-gb-per-sample must be <= {(FLOAT_MAX - 1.7e308) / 320:.6g} with --static-gb=1.7e+308"),
+    (["ledger", "--microbatch", str(10**20)], f"--microbatch must be an integer in [1, 1000000000000], got {10**20}"),
+    (["ledger", "--microbatch", "32", "--blocks", "10000000"],
+     "--blocks must be an integer in [1, 1000], got 10000000"),
+    (["predict", "--throughput-gain", "0.2", "--steps-change", "0.25", "--price-per-hour", "1e308",
+      "--baseline-hours", "10", "--json"],
+     f"--price-per-hour must be <= {FLOAT_MAX / (10 * 1.25 / 1.2):.6g} with --baseline-hours=10.0"),
+    (["predict", "--throughput-gain", "0.2", "--steps-change", "0.25", "--baseline-hours", "1e308", "--json"],
+     f"--baseline-hours must be <= {FLOAT_MAX / (1.25 / 1.2) / 2.1:.6g} with --price-per-hour=2.1"),
+    (["predict", "--throughput-gain", "-0.999", "--steps-change", "1e307", "--json"],
+     f"--steps-change must be <= {FLOAT_MAX * (1 - 0.999) - 1:.6g} with --throughput-gain=-0.999: beyond it the "
+     f"relative cost overflows, got 1e+307"),
+])
+def test_results_that_would_overflow_are_refused_naming_flag_value_and_limit(capsys, argv, message):
+    code, out, err = run_cli(capsys, *argv)
+    assert_one_line_error(code, out, err, f"gpucost-lab {argv[0]}: error: ", message)
+
+
+def test_the_largest_allowed_blocks_still_answers(capsys):
+    code, out, _ = run_cli(capsys, "ledger", "--microbatch", "32", "--blocks", "1000", "--json")
+    assert code == 0 and len(json.loads(out)["blocks"]) == 1000
+
+
+# ----------------------------------------------------------------------------------------------- output paths
+def test_output_paths_that_are_folders_or_in_no_folder_are_refused_before_any_work(tmp_path, capsys):
+    folder_md, folder_json, a_file = tmp_path / "r.md", tmp_path / "t.json", tmp_path / "plain"
+    folder_md.mkdir(), folder_json.mkdir(), a_file.write_text("x")
+    cases = [
+        (["plan", "--report", str(tmp_path)], f"--report must end with one of .md, .html, .htm, got '{tmp_path}'"),
+        (["plan", "--report", str(folder_md)], f"--report must be a file path, not a folder, got '{folder_md}'"),
+        (["plan", "--registry", str(folder_json)],
+         f"--registry must be a file path, not a folder, got '{folder_json}'"),
+        (["plan", "--report", str(a_file / "r.md")], "--report must be in an existing folder"),
+        (["simulate", "-o", str(folder_json)], f"--output must be a file path, not a folder, got '{folder_json}'"),
+        (["simulate", "-o", str(tmp_path / "missing" / "t.json")], "--output must be in an existing folder"),
+        (["simulate", "-o", str(tmp_path / "t.txt")], "--output must end with .json or .json.gz"),
+    ]
+    for argv, message in cases:
+        assert_one_line_error(*run_cli(capsys, *argv), message)
+    assert sorted(os.listdir(tmp_path)) == ["plain", "r.md", "t.json"] and not os.listdir(folder_md)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_a_special_file_is_not_replaced(tmp_path, capsys):
+    fifo = tmp_path / "t.json"
+    os.mkfifo(fifo)
+    assert_one_line_error(*run_cli(capsys, "simulate", "-o", str(fifo)), "--output must be a regular file")
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="a folder's mode does not stop root")
+def test_an_unwritable_folder_is_refused(tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    try:
+        assert_one_line_error(*run_cli(capsys, "simulate", "-o", str(locked / "t.json")),
+                              "--output must be in a folder you may write to")
+        assert os.listdir(locked) == []
+    finally:
+        locked.chmod(0o700)
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel"), reason="needs Linux's sysfs, where no one creates files")
+def test_a_folder_no_one_may_create_files_in_is_one_line_and_exit_2(capsys):
+    code, out, err = run_cli(capsys, "simulate", "-o", "/sys/t.json", "--steps", "2")
+    # refused up front (os.access says no) or, for root, when the temporary file cannot be created
+    assert_one_line_error(code, out, err, "--output", "'/sys/t.json'")
+    assert "you may write to" in err and not os.path.exists("/sys/t.json")
+
+
+def test_a_write_that_fails_midway_leaves_nothing_behind(tmp_path, capsys, monkeypatch):
+    def full_disk(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(simulate.os, "replace", full_disk)
+    target = tmp_path / "t.json"
+    assert_one_line_error(*run_cli(capsys, "simulate", "-o", str(target), "--steps", "2"),
+                          f"--output '{target}' could not be written (No space left on device)")
+    assert os.listdir(tmp_path) == []  # neither the trace nor its temporary file
