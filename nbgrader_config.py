@@ -22,8 +22,14 @@ c.CourseDirectory.directory_structure = os.path.join("{nbgrader_step}", "{studen
 # The gradebook (learners' scores) stays out of git: .gitignore lists it.
 c.CourseDirectory.db_url = "sqlite:///" + os.path.join(ROOT, "gradebook.db")
 
-# Autograding: each cell may run 30 s; a cell that runs longer (an infinite loop) is interrupted and fails,
-# and the rest of the notebook still runs and is graded.
+# Autograding: the learner's cells run in a sandboxed kernel (bubblewrap: no course folder, no gradebook, no
+# network), and every test cell runs in nbgrader's own process on the learner's answers read back as plain data,
+# so code in an answer cannot change a score (gpucost_lab.grading.execute). Each cell may run 30 s; a cell that
+# runs longer (an infinite loop) is interrupted and fails, and the rest of the notebook is still graded.
+from gpucost_lab.grading.autograde import autograde_steps  # noqa: E402
+
+autograde_steps(c)
+c.SandboxedExecute.timeout = 30
 c.Execute.timeout = 30
 c.Execute.interrupt_on_timeout = True
 # A learner who deletes a (read-only) test cell gets it back, run and graded, instead of "needs manual grading".

@@ -1,0 +1,259 @@
+"""Answers as plain data: how a graded answer leaves the learner's kernel and is read back by the grader.
+
+The learner's kernel runs the learner's code, so anything it holds may be forged: a float subclass whose
+comparisons always succeed, a patched library class, a replaced module. Nothing of it reaches the grader but
+**JSON text**. :func:`dumps` (run in the kernel) writes a value as JSON made of exact ``int``, ``float``, ``str``,
+``bool``, ``None``, lists and objects; :func:`loads` (run in the grader) reads it back with ``json`` and builds
+values only from that, so whatever the kernel did, the grader sees plain data or the few course types in
+:func:`_course_types`, rebuilt by their own constructors in the grader's process from plain fields.
+
+A value of any other type, a subclass of a plain type included, is not sent: it arrives as :class:`Rejected`,
+which names the type, and every check that reads it fails with that message. numpy scalars are sent as the
+Python number they hold (an honest ``np.float64`` is a number). A learner's function is not sent either: it
+becomes a :class:`LearnerFunction` whose calls the grader sends back to the kernel, arguments and result crossing
+as plain data again (:mod:`gpucost_lab.grading.execute`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+from typing import Any, Callable
+
+#: Most characters one answer may take as JSON (a PhaseTimer of a long loop is ~2 MB).
+MAX_ANSWER_CHARS = 16_000_000
+#: Deepest nesting of lists, tuples and objects accepted.
+MAX_DEPTH = 32
+_PLAIN = (type(None), bool, int, str)
+
+
+@functools.lru_cache(maxsize=1)
+def _course_types() -> dict[str, type]:
+    """The course types an answer may be, by qualified name; each is rebuilt by its constructor from plain fields."""
+    import pandas as pd
+
+    from ..compare import Comparison, RatioVerdict
+    from ..contract import BenchmarkContract
+    from ..memory import MemoryLedger
+    from ..phases import PhaseTimer
+    from ..quality import ParityReport
+    from ..release import CandidateResult, Decision
+    from ..simulate import SimConfig
+    from ..stats import Estimate, Interval
+    from ..timing import Measurement
+
+    return {f"{t.__module__}.{t.__qualname__}": t for t in (
+        BenchmarkContract, Comparison, RatioVerdict, MemoryLedger, PhaseTimer, ParityReport, CandidateResult,
+        Decision, SimConfig, Estimate, Interval, Measurement, pd.DataFrame)}
+
+
+def _special(cls: type) -> str | None:
+    """The course types that are not plain dataclasses, by how they are sent."""
+    import pandas as pd
+
+    from ..phases import PhaseTimer
+    from ..stats import Estimate, Interval
+
+    return {pd.DataFrame: "frame", PhaseTimer: "timer", Interval: "interval", Estimate: "estimate"}.get(cls)
+
+
+@dataclasses.dataclass(frozen=True)
+class Rejected:
+    """An answer that could not be sent as plain data; ``why`` says what it was."""
+
+    name: str
+    why: str
+
+    def message(self) -> str:
+        return f"`{self.name}` was not graded: {self.why}"
+
+
+@dataclasses.dataclass(frozen=True)
+class LearnerFunction:
+    """A function defined in the learner's kernel; calling it asks the kernel (``call`` is set by the grader)."""
+
+    name: str
+    call: Callable[[str, tuple, dict], Any] | None = None
+
+    def __call__(self, *args, **kwargs):
+        if self.call is None:
+            raise RuntimeError(f"{self.name}: the learner's kernel is not reachable")
+        return self.call(self.name, args, kwargs)
+
+
+class _NotPlain(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------- in the kernel
+
+def _encode(value: Any, depth: int = 0) -> Any:
+    if depth > MAX_DEPTH:
+        raise _NotPlain(f"nested deeper than {MAX_DEPTH} levels")
+    kind = type(value)
+    if kind in _PLAIN:
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else {"__float__": repr(value)}
+    if kind is list:
+        return [_encode(v, depth + 1) for v in value]
+    if kind is tuple:
+        return {"__tuple__": [_encode(v, depth + 1) for v in value]}
+    if kind is dict:
+        if not all(type(k) is str for k in value):
+            raise _NotPlain("a dict whose keys are not all str")
+        return {"__dict__": {k: _encode(v, depth + 1) for k, v in value.items()}}
+    module = getattr(kind, "__module__", "") or ""
+    if module == "numpy" and hasattr(value, "item") and getattr(value, "shape", None) == ():
+        return _encode(value.item(), depth + 1)  # a numpy scalar: the number it holds
+    name = f"{module}.{kind.__qualname__}"
+    if _course_types().get(name) is not kind:
+        raise _NotPlain(f"it is a {name}; answers must be int, float, str, bool, None, or lists/dicts of those")
+    special = _special(kind)
+    if special == "frame":
+        return {"__type__": name, "columns": _encode(list(value.columns), depth + 1),
+                "rows": [[_encode(_scalar(v), depth + 2) for v in row] for row in value.itertuples(index=False)]}
+    if special == "timer":
+        return {"__type__": name, "records": [[str(p), float(a), float(b)] for p, a, b in value._records]}
+    if special == "interval":
+        return {"__type__": name, "fields": {k: _encode(v, depth + 1) for k, v in value._asdict().items()}}
+    if special == "estimate":
+        return {"__type__": name, "fields": {"values": _encode(tuple(value.values), depth + 1)}}
+    fields = {f.name: _encode(_field(getattr(value, f.name)), depth + 1)
+              for f in dataclasses.fields(value) if f.init}
+    return {"__type__": name, "fields": fields}
+
+
+def _scalar(value: Any) -> Any:
+    item = getattr(value, "item", None)
+    return item() if callable(item) and getattr(value, "shape", None) == () else value
+
+
+def _field(value: Any) -> Any:
+    """A field of a course record as plain data: a mapping as a dict, a str or number subclass from a library
+    (``torch.__version__`` is a ``TorchVersion``) as the plain value. Safe: the record is rebuilt by its own
+    constructor from whatever arrives, so a forged field is only a different answer."""
+    from collections.abc import Mapping
+
+    if isinstance(value, Mapping) and type(value) is not dict:
+        return dict(value)
+    for plain in (str, int, float):
+        if isinstance(value, plain) and type(value) is not plain and type(value) is not bool:
+            return plain(value)
+    return value
+
+
+def dumps(namespace: dict, name: str) -> str:
+    """The answer ``name`` of ``namespace`` as JSON text (run in the learner's kernel)."""
+    if name not in namespace:
+        return json.dumps({"__missing__": name})
+    value = namespace[name]
+    if type(value).__name__ in ("function", "method", "builtin_function_or_method"):
+        return json.dumps({"__function__": name})
+    return dumps_value(value)
+
+
+def dumps_value(value: Any) -> str:
+    try:
+        return json.dumps({"value": _encode(value)}, allow_nan=False)
+    except _NotPlain as why:
+        return json.dumps({"__rejected__": str(why)})
+    except Exception as err:  # a value that breaks while being read (a property raising, say)
+        return json.dumps({"__rejected__": f"it could not be read ({type(err).__name__})"})
+
+
+def call_dumps(namespace: dict, name: str, arguments: str) -> str:
+    """Call the learner's function ``name`` with arguments sent as plain JSON; the result as JSON (in the kernel)."""
+    args, kwargs = loads_value(arguments, name)
+    return dumps_value(namespace[name](*args, **kwargs))
+
+
+# ---------------------------------------------------------------------------------------------- in the grader
+
+def loads(text: str, name: str) -> Any:
+    """Read the answer ``name`` sent by :func:`dumps`: a value, :class:`Rejected`, or :class:`LearnerFunction`."""
+    if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
+        return Rejected(name, f"its JSON is longer than {MAX_ANSWER_CHARS:,} characters")
+    try:
+        sent = json.loads(text)
+    except (ValueError, RecursionError):
+        return Rejected(name, "the kernel sent no readable answer")
+    if not isinstance(sent, dict) or len(sent) != 1:
+        return Rejected(name, "the kernel sent no readable answer")
+    if "__missing__" in sent:
+        return Rejected(name, "it is not defined; run the cell that sets it")
+    if "__function__" in sent:
+        return LearnerFunction(name)
+    if "__rejected__" in sent:
+        return Rejected(name, str(sent["__rejected__"])[:300])
+    try:
+        return _decode(sent["value"], 0)
+    except (KeyError, TypeError, ValueError, RecursionError) as err:
+        return Rejected(name, f"it could not be rebuilt ({type(err).__name__}: {str(err)[:200]})")
+
+
+def loads_value(text: str, name: str) -> Any:
+    value = loads(text, name)
+    if isinstance(value, Rejected):
+        raise ValueError(value.message())
+    return value
+
+
+def _decode(node: Any, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_DEPTH} levels")
+    if node is None or type(node) in (bool, int, float, str):
+        return node
+    if type(node) is list:
+        return [_decode(v, depth + 1) for v in node]
+    if type(node) is not dict or len(node) not in (1, 2, 3):
+        raise ValueError("an object of an unknown shape")
+    if set(node) == {"__float__"}:
+        text = node["__float__"]
+        if text not in ("nan", "inf", "-inf"):
+            raise ValueError(f"not a float: {text!r}")
+        return float(text)
+    if set(node) == {"__tuple__"}:
+        return tuple(_decode(v, depth + 1) for v in _list(node["__tuple__"]))
+    if set(node) == {"__dict__"}:
+        items = node["__dict__"]
+        if type(items) is not dict:
+            raise ValueError("a dict sent as something else")
+        return {k: _decode(v, depth + 1) for k, v in items.items()}
+    return _rebuild(node, depth)
+
+
+def _list(node: Any) -> list:
+    if type(node) is not list:
+        raise ValueError("a sequence sent as something else")
+    return node
+
+
+def _rebuild(node: dict, depth: int) -> Any:
+    name = node.get("__type__")
+    if not isinstance(name, str) or name not in _course_types():
+        raise ValueError(f"not a course type: {str(name)[:80]!r}")
+    cls = _course_types()[name]
+    special = _special(cls)
+    if special == "frame":
+        columns = [_decode(c, depth + 1) for c in _list(node["columns"])]
+        rows = [[_decode(v, depth + 2) for v in _list(row)] for row in _list(node["rows"])]
+        if any(len(row) != len(columns) for row in rows) or not all(type(c) is str for c in columns):
+            raise ValueError("a table whose rows and columns do not match")
+        return cls(rows, columns=columns)
+    if special == "timer":
+        timer = cls(clock=lambda: 0.0, synchronize=lambda: None)
+        records = []
+        for record in _list(node["records"]):
+            phase, start, end = _list(record)
+            if type(phase) is not str or not all(type(x) in (int, float) and math.isfinite(x) for x in (start, end)) \
+                    or end < start:
+                raise ValueError("a phase record that is not (name, start s, end s)")
+            records.append((phase, float(start), float(end)))
+        timer._records = records
+        return timer
+    fields = node["fields"]
+    if type(fields) is not dict:
+        raise ValueError("fields sent as something else")
+    return cls(**{k: _decode(v, depth + 1) for k, v in fields.items()})

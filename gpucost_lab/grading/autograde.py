@@ -1,0 +1,289 @@
+"""``grade``: one submission through nbgrader's steps in a throw-away course; scores read from its gradebook."""
+from __future__ import annotations
+
+import contextlib
+import copy
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from .notebooks import (_ANSI, DEFAULT_ASSIGNMENT, DEFAULT_TIMEOUT_S, _check_student, _check_timeout, _grade_ids,
+                        _nbgrader_meta, _one_line, _quiet_nbformat, _read_notebook, _source_notebook,
+                        default_source_root, detect_assignment)
+from .passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark
+from .reports import GradeReport
+
+#: The course id used in the gradebook (the same as in the repository's nbgrader_config.py).
+COURSE_ID = "gpucost-lab"
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence what nbgrader, SQLAlchemy and the kernels write to stderr (nbgrader's log is captured instead)."""
+    import warnings
+
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as devnull, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            os.dup2(devnull.fileno(), 2)
+            try:
+                yield
+            finally:
+                sys.stderr.flush()
+                os.dup2(saved, 2)
+    finally:
+        os.close(saved)
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """Set environment variables for the duration (the kernels nbgrader starts inherit them)."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _path_with_this_python() -> str:
+    # nbgrader 0.9 runs the `alembic` console script by name when it creates a gradebook: find this environment's.
+    here = str(Path(sys.executable).parent)
+    parts = os.environ.get("PATH", "").split(os.pathsep)
+    return os.pathsep.join([here] + [p for p in parts if p and p != here])
+
+
+def _quiet_logger() -> logging.Logger:
+    logger = logging.getLogger("gpucost_lab.grading.nbgrader")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    if not logger.handlers:
+        logger.addHandler(logging.NullHandler())
+    return logger
+
+
+def _run(converter) -> dict:
+    """Run one nbgrader converter the way ``NbGraderAPI`` does (``nbgrader.utils.capture_log``)."""
+    from nbgrader.utils import capture_log
+
+    return capture_log(converter)
+
+
+def _config(course: Path, timeout_s: int):
+    from traitlets.config import Config
+
+    c = Config()
+    c.CourseDirectory.root = str(course)
+    c.CourseDirectory.course_id = COURSE_ID
+    c.CourseDirectory.source_directory = "source"
+    c.CourseDirectory.release_directory = "release"
+    c.CourseDirectory.db_url = f"sqlite:///{course / 'gradebook.db'}"
+    c.Execute.timeout = timeout_s
+    c.Execute.interrupt_on_timeout = True
+    c.OverwriteCells.add_missing_cells = True
+    autograde_steps(c)
+    c.SandboxedExecute.timeout = timeout_s
+    return c
+
+
+def autograde_steps(c) -> None:
+    """nbgrader's autograde steps with ``Execute`` replaced by the sandboxed one (also used by nbgrader_config.py)."""
+    c.Autograde.autograde_preprocessors = [
+        "gpucost_lab.grading.execute.SandboxedExecute", "nbgrader.preprocessors.IgnorePattern",
+        "nbconvert.preprocessors.ClearMetadataPreprocessor", "nbgrader.preprocessors.LimitOutput",
+        "nbgrader.preprocessors.SaveAutoGrades", "nbgrader.preprocessors.AssignLatePenalties",
+        "nbgrader.preprocessors.CheckCellMetadata"]
+
+
+def _restore_missing_grade_cells(submission_nb, released_nb) -> list[str]:
+    """Put back graded cells the learner deleted (or stripped of their metadata), where they were.
+
+    nbgrader's own ``OverwriteCells.add_missing_cells`` only inserts after a graded or answer cell; this places each
+    missing cell after the nearest earlier nbgrader cell the submission still has (else before the nearest later
+    one, else at the end). The released copy is inserted; nbgrader then replaces its source with the gradebook's
+    (hidden tests included), like any edited read-only cell.
+    """
+    present = {m.get("grade_id"): i for i, m in enumerate(map(_nbgrader_meta, submission_nb.cells))}
+    released = [c for c in released_nb.cells if _nbgrader_meta(c).get("grade_id")]
+    restored = []
+    for pos, cell in enumerate(released):
+        meta = _nbgrader_meta(cell)
+        if not meta.get("grade") or meta["grade_id"] in present:
+            continue
+        before = [present[_nbgrader_meta(c)["grade_id"]] for c in released[:pos]
+                  if _nbgrader_meta(c)["grade_id"] in present]
+        after = [present[_nbgrader_meta(c)["grade_id"]] for c in released[pos + 1:]
+                 if _nbgrader_meta(c)["grade_id"] in present]
+        index = max(before) + 1 if before else (min(after) if after else len(submission_nb.cells))
+        new = copy.deepcopy(cell)
+        new.pop("id", None)
+        submission_nb.cells.insert(index, new)
+        present = {m.get("grade_id"): i for i, m in enumerate(map(_nbgrader_meta, submission_nb.cells))}
+        restored.append(meta["grade_id"])
+    return restored
+
+
+def _error_message(cell, timeout_s: int | None = None) -> str | None:
+    errors = [out for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+    if any(out.get("ename") == "CellTimeoutError" for out in errors):
+        limit = f"{timeout_s} s " if timeout_s else ""
+        return f"CellTimeoutError: still running at the {limit}time limit, so it was interrupted"
+    for out in errors:
+        ename, evalue = out.get("ename") or "Error", _one_line(out.get("evalue") or "")
+        if ename == "CheckFailed":  # a test cell graded by the grader (grading.execute): its sentence says it all
+            return evalue
+        return f"{ename}: {evalue}" if evalue and evalue != ename else ename
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream" and out.get("name") == "stderr":
+            return f"wrote to stderr, which fails a graded test: {_one_line(out.get('text', ''))}"
+    return None
+
+
+def _cell_messages(nb, timeout_s: int | None = None) -> dict[str, str]:
+    """For each graded cell of an executed notebook, why it lost points (its own error, and an earlier one)."""
+    messages, earlier = {}, None
+    for cell in nb.cells:
+        meta = _nbgrader_meta(cell)
+        own = _error_message(cell, timeout_s) if cell.get("cell_type") == "code" else None
+        if meta.get("grade"):
+            text = own or "partial credit"
+            if earlier and earlier[1] != own:
+                text += f" (after an error in cell {earlier[0]}: {earlier[1]})"
+            messages[meta["grade_id"]] = text
+            earlier = None
+        elif own and earlier is None:
+            earlier = (meta.get("grade_id") or f"#{nb.cells.index(cell)}", own)
+    return messages
+
+
+def _root_cause(result: dict) -> str:
+    """The most specific error line in a failed nbgrader run (its final line only says "see the traceback")."""
+    text = _ANSI.sub("", (result.get("log") or "") + "\n" + (result.get("error") or ""))
+    causes = [line.strip() for line in text.splitlines()
+              if re.match(r"^\s*[\w.]*(Error|Exception|Exit)\b.*", line) and "NbGraderException" not in line]
+    return causes[-1] if causes else _one_line(result.get("error") or result.get("log") or "unknown error")
+
+
+def grade(notebook_path: str | os.PathLike, student: str = "student", assignment: str | None = None,
+          timeout_s: int = DEFAULT_TIMEOUT_S, *, source_root: str | os.PathLike | None = None,
+          feedback_dir: str | os.PathLike | None = None, course_dir: str | os.PathLike | None = None) -> GradeReport:
+    """Autograde one submitted notebook with nbgrader and report its score against the pass mark.
+
+    ``source_root`` is an nbgrader source directory holding ``<assignment>/<notebook>.ipynb`` (default:
+    :func:`default_source_root`); ``assignment`` defaults to the one whose cells the submission carries. The generated feedback is copied to ``feedback_dir`` (default: beside the
+    submission) as ``<notebook stem>_feedback.html``. The course is built in a temporary directory and removed,
+    unless ``course_dir`` names an empty or new directory to build it in and keep (to inspect the gradebook).
+    Raises ``ValueError`` naming the file and the problem for unusable input.
+    """
+    from nbgrader.api import Gradebook
+    from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
+    from nbgrader.coursedir import CourseDirectory
+    import nbformat
+
+    submission = Path(notebook_path)
+    student = _check_student(student)
+    timeout_s = _check_timeout(timeout_s)
+    nb = _read_notebook(submission)
+    root = Path(source_root) if source_root is not None else default_source_root()
+    if not root.is_dir():
+        raise ValueError(f"source_root {root} is not a directory (give the nbgrader source folder, such as the "
+                         f"repository's solutions/)")
+    if assignment is None:
+        assignment = detect_assignment(root, nb) or DEFAULT_ASSIGNMENT
+    if not isinstance(assignment, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", assignment):
+        raise ValueError(f"assignment must be a folder name of letters, digits, '_', '.' or '-', got {assignment!r}")
+    source_nb_path = _source_notebook(root, assignment, nb, submission)
+
+    with contextlib.ExitStack() as stack:
+        if course_dir is None:
+            course = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpucost-grade-")))
+        else:
+            course = Path(course_dir)
+            if course.exists() and any(course.iterdir()):
+                raise ValueError(f"course_dir {course} must be empty or new")
+            course.mkdir(parents=True, exist_ok=True)
+        course = course.resolve()
+        shutil.copytree(root / assignment, course / "source" / assignment,
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc"))
+        stack.enter_context(_environment(PATH=_path_with_this_python()))
+        stack.enter_context(_quiet_stderr())
+        config = _config(course, timeout_s)
+        log = _quiet_logger()
+
+        def run(converter_class, **traits):
+            coursedir = CourseDirectory(config=config, log=log, **traits)
+            converter = converter_class(coursedir=coursedir, config=config, log=log)
+            converter.force = True
+            result = _run(converter)
+            return None if result["success"] else _root_cause(result)
+
+        problem = run(GenerateAssignment, assignment_id=assignment, student_id=".")
+        if problem:
+            raise GradingError(f"nbgrader could not generate assignment {assignment!r} from {root}: {problem}")
+
+        released_nb = _read_notebook(course / "release" / assignment / source_nb_path.name, "released notebook")
+        _restore_missing_grade_cells(nb, released_nb)
+        target = course / "submitted" / student / assignment / source_nb_path.name
+        target.parent.mkdir(parents=True)
+        with _quiet_nbformat():
+            nbformat.write(nb, str(target))
+
+        problem = run(Autograde, assignment_id=assignment, student_id=student)
+        if problem:
+            raise ValueError(f"{submission}: nbgrader could not autograde it: {problem}")
+        autograded = _read_notebook(course / "autograded" / student / assignment / source_nb_path.name,
+                                    "autograded notebook")
+        messages = _cell_messages(autograded, timeout_s)
+
+        problem = run(GenerateFeedback, assignment_id=assignment, student_id=student)
+        feedback_html, notes = None, []
+        produced = course / "feedback" / student / assignment / f"{source_nb_path.stem}.html"
+        if not problem and produced.exists():
+            out_dir = Path(feedback_dir) if feedback_dir is not None else submission.resolve().parent
+            stem = submission.stem if feedback_dir is None else f"{student}_{submission.stem}"
+            try:  # the grade does not depend on where its feedback could be written
+                out_dir.mkdir(parents=True, exist_ok=True)
+                dest = out_dir / f"{stem}_feedback.html"
+                shutil.copyfile(produced, dest)
+                feedback_html = str(dest)
+            except OSError as err:
+                notes.append(f"feedback not written to {out_dir}: {err.strerror or err}")
+        elif problem:
+            notes.append(f"feedback not generated: {problem}")
+
+        order = {gid: i for i, gid in enumerate(_grade_ids(autograded))}
+        with Gradebook(config.CourseDirectory.db_url, COURSE_ID) as gb:
+            sub = gb.find_submission(assignment, student)
+            score, max_score = float(sub.score), float(sub.max_score)
+            grades = sorted((g for n in sub.notebooks for g in n.grades), key=lambda g: order.get(g.name, 1 << 30))
+            failed, pending = [], []
+            for g in grades:
+                if g.needs_manual_grade:
+                    pending.append({"cell": g.name, "max_points": float(g.max_score)})
+                elif _points(g.score) < _points(g.max_score):
+                    failed.append({"cell": g.name, "points": float(g.score), "max_points": float(g.max_score),
+                                   "message": messages.get(g.name) or "no response"})
+
+    score, max_score = round(score, SCORE_DECIMALS), round(max_score, SCORE_DECIMALS)
+    return GradeReport(score=score, max_score=max_score, percent=_percent(score, max_score),
+                       passed=meets_pass_mark(score, max_score), failed=tuple(failed), pending_manual=tuple(pending),
+                       feedback_html=feedback_html, notes=tuple(notes))
+
+
+class GradingError(RuntimeError):
+    """nbgrader could not build the course from the source (a problem with the source, not the submission)."""

@@ -1,0 +1,133 @@
+"""Reading lab notebooks and their nbgrader metadata; finding the assignment a submission belongs to."""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+from pathlib import Path
+from typing import Iterator
+
+#: The lab graded when no assignment is named.
+DEFAULT_ASSIGNMENT = "profile_training_loop"
+#: Seconds each cell may run before it is interrupted and failed.
+DEFAULT_TIMEOUT_S = 30
+
+_STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def _read_notebook(path: Path, what: str = "notebook"):
+    import nbformat
+
+    if not path.exists():
+        raise ValueError(f"{path}: no such file")
+    if not path.is_file():
+        raise ValueError(f"{path}: not a file")
+    if path.suffix != ".ipynb":
+        raise ValueError(f"{path}: not a Jupyter notebook (expected a .ipynb file, got {path.suffix or 'no suffix'!r})")
+    try:
+        text = path.read_text(encoding="utf-8")
+        raw = json.loads(text)
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: not valid notebook JSON ({_one_line(err)})") from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        raise ValueError(f"{path}: not a notebook (no list of cells)")
+    try:
+        with _quiet_nbformat():
+            nb = nbformat.reads(text, as_version=4)
+    except Exception as err:  # nbformat raises several types for structurally broken notebooks
+        raise ValueError(f"{path}: unreadable {what} ({_one_line(err)})") from None
+    return nb
+
+
+@contextlib.contextmanager
+def _quiet_nbformat() -> Iterator[None]:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logger = logging.getLogger("nbformat")
+        old = logger.level
+        logger.setLevel(logging.CRITICAL)
+        try:
+            yield
+        finally:
+            logger.setLevel(old)
+
+
+def _one_line(err: BaseException | str) -> str:
+    """The last line of an error or a log, without terminal colours."""
+    text = _ANSI.sub("", str(err)).strip()
+    if text:
+        return text.splitlines()[-1].strip()
+    return "" if isinstance(err, str) else type(err).__name__
+
+
+def _nbgrader_meta(cell) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def _grade_ids(nb) -> list[str]:
+    return [m["grade_id"] for m in map(_nbgrader_meta, nb.cells) if isinstance(m.get("grade_id"), str)]
+
+
+def default_source_root() -> Path:
+    """The course's ``solutions/`` folder: ``$GPUCOST_LAB_SOURCE_ROOT`` if set, else the repository this package
+    was installed from (an editable install), else the nearest folder above the working directory that holds
+    ``nbgrader_config.py`` and ``solutions/`` (a non-editable install run from inside the course)."""
+    if os.environ.get("GPUCOST_LAB_SOURCE_ROOT"):
+        return Path(os.environ["GPUCOST_LAB_SOURCE_ROOT"])
+    beside_package = Path(__file__).resolve().parent.parent
+    for folder in (beside_package, *(p for p in (Path.cwd(), *Path.cwd().parents))):
+        if (folder / "nbgrader_config.py").is_file() and (folder / "solutions").is_dir():
+            return folder / "solutions"
+    return beside_package / "solutions"  # reported as missing by the caller, with how to pass it
+
+
+def detect_assignment(source_root: Path, submission_nb) -> str | None:
+    """The assignment folder under ``source_root`` whose notebooks share the most grade ids with the submission."""
+    submitted = set(_grade_ids(submission_nb))
+    best, best_overlap = None, 0
+    for folder in sorted(p for p in source_root.iterdir() if p.is_dir()):
+        for notebook in folder.glob("*.ipynb"):
+            overlap = len(submitted & set(_grade_ids(_read_notebook(notebook, "source notebook"))))
+            if overlap > best_overlap:
+                best, best_overlap = folder.name, overlap
+    return best
+
+
+def _source_notebook(source_root: Path, assignment: str, submission_nb, submission: Path) -> Path:
+    folder = source_root / assignment
+    if not folder.is_dir():
+        raise ValueError(f"assignment {assignment!r} has no source folder {folder} (give another nbgrader source "
+                         f"folder as source_root, --source-root on the command line)")
+    notebooks = sorted(p for p in folder.glob("*.ipynb"))
+    if not notebooks:
+        raise ValueError(f"assignment {assignment!r}: no notebook in its source folder {folder}")
+    submitted = set(_grade_ids(submission_nb))
+    best, best_overlap = None, 0
+    for candidate in notebooks:
+        overlap = len(submitted & set(_grade_ids(_read_notebook(candidate, "source notebook"))))
+        if overlap > best_overlap or (overlap == best_overlap and overlap and candidate.stem == submission.stem):
+            best, best_overlap = candidate, overlap
+    if best is None:
+        raise ValueError(f"{submission}: has none of the cells of assignment {assignment!r} (no cell carries a "
+                         f"grade id of {', '.join(p.name for p in notebooks)}); is it the right notebook?")
+    return best
+
+
+def _check_student(student: str) -> str:
+    if not isinstance(student, str) or not _STUDENT_ID.match(student):
+        raise ValueError(f"student must be 1-100 letters, digits, '_', '.', '@' or '-' starting with a letter or "
+                         f"digit, got {student!r}")
+    return student
+
+
+def _check_timeout(timeout_s: object) -> int:
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not float(timeout_s).is_integer() \
+            or not 1 <= timeout_s <= 3600:
+        raise ValueError(f"timeout_s must be a whole number of seconds from 1 to 3600, got {timeout_s!r}")
+    return int(timeout_s)

@@ -1,0 +1,190 @@
+"""One submission, run: the learner's cells in the sandboxed kernel, the tests in this process (see ``execute``)."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import queue
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from nbformat.v4 import new_output
+
+from . import answers as _answers
+from . import sandbox as _sandbox
+from .execute import MAX_CELLS, Checks, LearnerError, _copy_submission, _error, _truncate, is_test, is_trusted_setup, visible_source
+
+KERNEL_NAME = "gpucost-sandbox"
+_ANSWERS = "__import__('gpucost_lab.grading.answers', fromlist=['dumps'])"
+
+
+class _Kernel:
+    """The learner's kernel as the grader reaches it: cells run through nbclient, answers as plain JSON."""
+
+    def __init__(self, client, timeout_s: int):
+        self.client, self.timeout_s, self.dead = client, timeout_s, False
+
+    def _evaluate(self, expression: str) -> tuple[str | None, str]:
+        """(JSON text, "") or (None, why) for one expression evaluated in the learner's namespace."""
+        from jupyter_core.utils import run_sync
+
+        if self.dead:
+            return None, "the kernel had stopped"
+
+        async def ask():
+            kc = self.client.kc
+            msg_id = kc.execute("", silent=True, store_history=False, user_expressions={"a": expression})
+            deadline = time.monotonic() + self.timeout_s
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not await self.client.km.is_alive():
+                    self.dead = True  # a kernel that stops answering is not asked again
+                    return None, f"the kernel did not answer within {self.timeout_s} s"
+                try:
+                    msg = await kc.get_shell_msg(timeout=min(remaining, 1.0))
+                except queue.Empty:
+                    continue
+                if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                    break
+            content = msg.get("content", {})
+            result = content.get("user_expressions", {}).get("a", {}) if content.get("status") == "ok" else {}
+            if result.get("status") != "ok":
+                return None, f"{result.get('ename') or 'an error'}: {str(result.get('evalue') or '')[:300]}"
+            text = result.get("data", {}).get("text/plain", "")
+            if not isinstance(text, str) or len(text) > 2 * _answers.MAX_ANSWER_CHARS:
+                return None, "the kernel sent an answer too large to read"
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                return None, "the kernel sent no readable answer"
+            return (value, "") if isinstance(value, str) else (None, "the kernel sent no readable answer")
+
+        try:
+            return run_sync(ask)()
+        except Exception as err:  # noqa: BLE001  (a dead or broken kernel: no answer)
+            self.dead = True
+            return None, f"the kernel could not be reached ({type(err).__name__})"
+
+    def fetch(self, name: str):
+        text, why = self._evaluate(f"{_ANSWERS}.dumps(globals(), {name!r})")
+        return _answers.loads(text, name) if text is not None else _answers.Rejected(name, why)
+
+    def call(self, name: str, args: tuple, kwargs: dict):
+        payload = _answers.dumps_value((tuple(args), dict(kwargs)))
+        text, why = self._evaluate(f"{_ANSWERS}.call_dumps(globals(), {name!r}, {payload!r})")
+        if text is None:
+            raise LearnerError(f"{name}(...) {why}")
+        value = _answers.loads(text, f"the result of {name}(...)")
+        if isinstance(value, _answers.Rejected):
+            raise LearnerError(value.message())
+        return value
+
+
+def _kernelspec(work: Path, limits: _sandbox.Limits, sandboxed: bool):
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    argv = _sandbox.kernel_argv(work, limits) if sandboxed else _sandbox.unsandboxed_argv(work, limits)
+    spec = work / "kernels" / KERNEL_NAME
+    spec.mkdir(parents=True)
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "graded lab (sandbox)", "interrupt_mode": "message",
+                                                  "language": "python"}))
+    return KernelSpecManager(kernel_dirs=[str(work / "kernels")], ensure_native_kernel=False)
+
+
+def run_submission(nb, folder: Path, source_folder: Path | None, limits: _sandbox.Limits, timeout_s: int,
+                   total_s: int, allow_unsandboxed: bool, log) -> None:
+    """Grade ``nb`` in place: learner cells get their outputs, test cells an error output or none.
+
+    ``folder`` holds the submission (copied into the sandbox); ``source_folder`` the lab's own files, whose
+    helper modules the checks import (never the submission's copies of them).
+    """
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+
+    reason = _sandbox.unavailable_reason()
+    if reason and not allow_unsandboxed:
+        raise _sandbox.SandboxUnavailable(reason)
+    if reason:
+        log.warning("grading WITHOUT a sandbox: %s", reason)
+    deadline = time.monotonic() + total_s
+    with tempfile.TemporaryDirectory(prefix="gpucost-grade-run-") as tmp:
+        work = Path(tmp)
+        os.chmod(work, 0o755)
+        _copy_submission(folder, work / "notebook")
+        (work / "home").mkdir()
+        (work / "ipc").mkdir()
+        _copy_submission(source_folder, work / "checks", skip_notebooks=True)
+        km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(work, limits, not reason),
+                                transport="ipc", ip=str(work / "ipc" / "kernel"),
+                                connection_file=str(work / "connection.json"))
+        client = NotebookClient(nb, km=km, timeout=timeout_s, startup_timeout=120, interrupt_on_timeout=True,
+                                allow_errors=True, kernel_name=KERNEL_NAME, shutdown_kernel="immediate",
+                                resources={"metadata": {"path": str(work / "notebook")}})
+        kernel = _Kernel(client, timeout_s)
+        checks = Checks(kernel.fetch, kernel.call, work / "checks")
+        try:
+            _run_cells(nb, client, kernel, checks, deadline, timeout_s, total_s, log)
+        finally:
+            _stop(km)
+
+
+def _stop(km) -> None:
+    """Shut the kernel down and kill whatever is left of its sandbox (its whole process group)."""
+    import signal
+
+    from jupyter_core.utils import run_sync
+
+    process = getattr(getattr(km, "provisioner", None), "process", None)
+    try:
+        if run_sync(km.is_alive)():
+            run_sync(km.shutdown_kernel)(now=True)
+    except Exception:  # noqa: BLE001  (already gone)
+        pass
+    if process is not None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _run_cells(nb, client, kernel: "_Kernel", checks: Checks, deadline: float, timeout_s: int, total_s: int,
+               log) -> None:
+    from nbclient.exceptions import DeadKernelError
+
+    code_cells = 0
+    with client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+        for index, cell in enumerate(nb.cells):
+            if cell.get("cell_type") != "code":
+                continue
+            code_cells += 1
+            late = time.monotonic() > deadline
+            if is_test(cell):
+                cell.outputs = [_error(f"not graded: the notebook ran past its total limit of {total_s} s")] \
+                    if late else checks.check(cell.metadata["nbgrader"]["grade_id"], cell.source)
+                cell.source = visible_source(cell.source)
+                continue
+            if is_trusted_setup(cell):
+                problem = checks.run_setup(cell.source)
+                if problem:
+                    log.warning("the lab's setup cell failed in the grader: %s", problem)
+            if late or kernel.dead or code_cells > MAX_CELLS:
+                cell.outputs = [new_output("stream", name="stdout", text="[not run when graded]\n")]
+                continue
+            started = time.monotonic()
+            try:
+                client.execute_cell(cell, index)
+            except DeadKernelError:
+                kernel.dead = True
+            cell.outputs = _timed_out(_truncate(cell.get("outputs", [])), time.monotonic() - started, timeout_s)
+
+
+def _timed_out(outputs: list, elapsed_s: float, timeout_s: int) -> list:
+    """An interrupt at the time limit reads as the time limit, not as the learner's Ctrl-C."""
+    if elapsed_s < timeout_s:
+        return outputs
+    return [new_output("error", ename="CellTimeoutError", evalue=f"still running after {timeout_s} s",
+                       traceback=[f"CellTimeoutError: still running after {timeout_s} s, so it was interrupted"])
+            if out.get("output_type") == "error" and out.get("ename") == "KeyboardInterrupt" else out
+            for out in outputs]
