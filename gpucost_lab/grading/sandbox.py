@@ -88,8 +88,9 @@ def kernel_argv(workdir: Path, limits: Limits) -> list[str]:
            "MPLCONFIGDIR": str(home / ".matplotlib"), "NBGRADER_EXECUTION": "autograde", "LANG": "C.UTF-8",
            "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
     setenv = [arg for key, value in env.items() for arg in ("--setenv", key, value)]
-    return [*limits.prlimit(), "bwrap", *_system_binds(), *_python_binds(),
-            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--bind", str(workdir), str(workdir),
+    # the empty /tmp first: this Python or the package may live under /tmp (a fresh clone), and a later mount wins
+    return [*limits.prlimit(), "bwrap", "--tmpfs", "/tmp", *_system_binds(), *_python_binds(),
+            "--proc", "/proc", "--dev", "/dev", "--bind", str(workdir), str(workdir),
             "--chdir", str(workdir / "notebook"), "--unshare-all", "--uid", str(NOBODY), "--gid", str(NOBODY),
             "--die-with-parent", "--new-session", "--clearenv", *setenv,
             sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
