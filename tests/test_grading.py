@@ -156,7 +156,9 @@ def test_full_solution_scores_100_percent_and_exits_0(tmp_path, capsys):
     assert code == 0, out.err
     assert out.out.count("\n") == 1
     report = json.loads(out.out)
-    assert set(report) == {"score", "max_score", "percent", "passed", "failed", "pending_manual", "feedback_html"}
+    assert set(report) == {"score", "max_score", "percent", "passed", "failed", "pending_manual", "feedback_html",
+                           "notes"}
+    assert report["notes"] == []
     assert (report["score"], report["max_score"], report["percent"], report["passed"]) == (10, 10, 100, True)
     assert report["failed"] == [] and report["pending_manual"] == []
     assert report["feedback_html"] == str(tmp_path / "mini_lab_feedback.html")

@@ -138,6 +138,21 @@ def _restore_missing_grade_cells(submission_nb, released_nb) -> list[str]:
     return restored
 
 
+def _drop_duplicate_grade_ids(nb) -> list[str]:
+    """Cells copied in JupyterLab keep their nbgrader metadata: keep the first cell of each grade id as graded and
+    make every later copy a plain cell (nbgrader would otherwise fail on it); the ids that had copies."""
+    seen, copies = set(), []
+    for cell in nb.cells:
+        gid = _nbgrader_meta(cell).get("grade_id")
+        if not isinstance(gid, str):
+            continue
+        if gid in seen:
+            cell.get("metadata", {}).pop("nbgrader", None)
+            copies.append(gid)
+        seen.add(gid)
+    return list(dict.fromkeys(copies))
+
+
 def _error_message(cell, timeout_s: int | None = None) -> str | None:
     errors = [out for out in cell.get("outputs", []) if out.get("output_type") == "error"]
     if any(out.get("ename") == "CellTimeoutError" for out in errors):
@@ -237,6 +252,7 @@ def grade(notebook_path: str | os.PathLike, student: str = "student", assignment
             raise GradingError(f"nbgrader could not generate assignment {assignment!r} from {root}: {problem}")
 
         released_nb = _read_notebook(course / "release" / assignment / source_nb_path.name, "released notebook")
+        copies = _drop_duplicate_grade_ids(nb)
         _restore_missing_grade_cells(nb, released_nb)
         target = course / "submitted" / student / assignment / source_nb_path.name
         target.parent.mkdir(parents=True)
@@ -251,7 +267,8 @@ def grade(notebook_path: str | os.PathLike, student: str = "student", assignment
         messages = _cell_messages(autograded, timeout_s)
 
         problem = run(GenerateFeedback, assignment_id=assignment, student_id=student)
-        feedback_html, notes = None, []
+        feedback_html, notes = None, [f"cell {gid} appears more than once: the first is graded, the copy is "
+                                      "ignored" for gid in copies]
         produced = course / "feedback" / student / assignment / f"{source_nb_path.stem}.html"
         if not problem and produced.exists():
             out_dir = Path(feedback_dir) if feedback_dir is not None else submission.resolve().parent

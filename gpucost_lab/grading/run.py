@@ -109,13 +109,16 @@ def run_submission(nb, folder: Path, source_folder: Path | None, limits: _sandbo
     if reason:
         log.warning("grading WITHOUT a sandbox: %s", reason)
     deadline = time.monotonic() + total_s
-    with tempfile.TemporaryDirectory(prefix="gpucost-grade-run-") as tmp:
+    # two folders: the sandbox sees and may write the first; the second (the lab's helper files, which the checks
+    # import in this process) it never sees
+    with tempfile.TemporaryDirectory(prefix="gpucost-grade-run-") as tmp, \
+            tempfile.TemporaryDirectory(prefix="gpucost-grade-checks-") as checks_dir:
         work = Path(tmp)
         os.chmod(work, 0o755)
         _copy_submission(folder, work / "notebook")
         (work / "home").mkdir()
         (work / "ipc").mkdir()
-        _copy_submission(source_folder, work / "checks", skip_notebooks=True)
+        _copy_submission(source_folder, Path(checks_dir), skip_notebooks=True)
         km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(work, limits, not reason),
                                 transport="ipc", ip=str(work / "ipc" / "kernel"),
                                 connection_file=str(work / "connection.json"))
@@ -123,7 +126,7 @@ def run_submission(nb, folder: Path, source_folder: Path | None, limits: _sandbo
                                 allow_errors=True, kernel_name=KERNEL_NAME, shutdown_kernel="immediate",
                                 resources={"metadata": {"path": str(work / "notebook")}})
         kernel = _Kernel(client, timeout_s)
-        checks = Checks(kernel.fetch, kernel.call, work / "checks")
+        checks = Checks(kernel.fetch, kernel.call, Path(checks_dir))
         try:
             _run_cells(nb, client, kernel, checks, deadline, timeout_s, total_s, log)
         finally:
