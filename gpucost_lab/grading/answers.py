@@ -113,7 +113,7 @@ def _encode(value: Any, depth: int = 0) -> Any:
     special = _special(kind)
     if special == "frame":
         return {"__type__": name, "columns": _encode(list(value.columns), depth + 1),
-                "rows": [[_encode(_scalar(v), depth + 2) for v in row] for row in value.itertuples(index=False)]}
+                "rows": [[_encode(v, depth + 2) for v in row] for row in value.itertuples(index=False)]}
     if special == "timer":
         return {"__type__": name, "records": [[str(p), float(a), float(b)] for p, a, b in value._records]}
     if special == "interval":
@@ -123,11 +123,6 @@ def _encode(value: Any, depth: int = 0) -> Any:
     fields = {f.name: _encode(_field(getattr(value, f.name)), depth + 1)
               for f in dataclasses.fields(value) if f.init}
     return {"__type__": name, "fields": fields}
-
-
-def _scalar(value: Any) -> Any:
-    item = getattr(value, "item", None)
-    return item() if callable(item) and getattr(value, "shape", None) == () else value
 
 
 def _field(value: Any) -> Any:

@@ -108,8 +108,6 @@ class LearnerError(Exception):
     """The learner's function raised, or did not answer, when a test called it."""
 
 
-_LEARNER_ERRORS = (LearnerError,)
-
 
 def _error(message: str) -> dict:
     return new_output("error", ename="CheckFailed", evalue=message, traceback=[f"CheckFailed: {message}"])
@@ -189,7 +187,7 @@ class Checks:
             where = f"the check `{text[:160]}`" if text else "a visible check"
         if isinstance(err, AssertionError):
             return f"{where} failed: {said}" if said else f"{where} failed"
-        if isinstance(err, _LEARNER_ERRORS):
+        if isinstance(err, LearnerError):
             return f"{where} could not use your answer: {said}"
         return f"{where} raised {type(err).__name__}" + (f": {said}" if said and line not in hidden else "")
 
