@@ -45,13 +45,13 @@ def find_submissions(submissions_dir: str | os.PathLike) -> list[tuple[str, Path
 
 
 def _grade_one(student: str, notebook: str, assignment: str | None, source_root: str | None,
-               timeout_s: int, feedback_dir: str | None) -> dict:
+               timeout_s: int, feedback_dir: str | None, self_study: bool = False) -> dict:
     """Worker: grade one submission; any failure becomes the row's ``error`` (the last line of the message)."""
     row = {"student": student, "score": None, "max_score": None, "percent": None, "passed": False, "error": None}
     try:
         with tempfile.TemporaryDirectory(prefix="gpucost-class-") as scratch:
             report = grade(notebook, student=student, assignment=assignment, timeout_s=timeout_s,
-                           source_root=source_root, feedback_dir=feedback_dir or scratch)
+                           source_root=source_root, feedback_dir=feedback_dir or scratch, self_study=self_study)
         row.update(score=report.score, max_score=report.max_score, percent=report.percent, passed=report.passed)
     except Exception as err:  # noqa: BLE001 -- one bad submission must not stop the class
         text = str(err).strip().splitlines()
@@ -61,14 +61,16 @@ def _grade_one(student: str, notebook: str, assignment: str | None, source_root:
 
 def grade_class(submissions_dir: str | os.PathLike, *, workers: int = 2, assignment: str | None = None,
                 source_root: str | os.PathLike | None = None, progress: bool = False,
-                timeout_s: int = DEFAULT_TIMEOUT_S, feedback_dir: str | os.PathLike | None = None):
+                timeout_s: int = DEFAULT_TIMEOUT_S, feedback_dir: str | os.PathLike | None = None,
+                self_study: bool = False):
     """Grade every submission in ``submissions_dir`` with ``workers`` processes; a DataFrame, one row a student.
 
     Columns: ``student``, ``score``, ``max_score``, ``percent``, ``passed`` (80% of the points, inclusive),
     ``error`` (None, or why the submission could not be graded; its score columns are then empty and
     ``passed`` is False). ``timeout_s`` is the per-cell limit (an infinite loop fails its cell, the rest is
     graded). Feedback pages go to ``feedback_dir`` as ``<student>_<notebook>_feedback.html`` when given, else
-    they are discarded. ``progress=True`` shows a tqdm bar.
+    they are discarded. ``progress=True`` shows a tqdm bar. Each student's lab numbers derive from their id
+    (:mod:`gpucost_lab.variants`); ``self_study=True`` grades every submission as the self-study lab instead.
     """
     import pandas as pd
 
@@ -91,7 +93,7 @@ def grade_class(submissions_dir: str | os.PathLike, *, workers: int = 2, assignm
         # spawn: each worker starts clean (no inherited kernels, sockets or threads from the caller)
         context = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context) as pool:
-            futures = {pool.submit(_grade_one, s, nb, assignment, root, timeout_s, out): s for s, nb in jobs}
+            futures = {pool.submit(_grade_one, s, nb, assignment, root, timeout_s, out, self_study): s for s, nb in jobs}
             for future in concurrent.futures.as_completed(futures):
                 try:
                     rows.append(future.result())

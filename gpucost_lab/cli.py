@@ -101,7 +101,8 @@ def _add_grading_parsers(sub) -> None:
     grade = sub.add_parser("grade", help=f"autograde a submitted lab with nbgrader; exit 0 when it passes "
                                          f"({grading.PASS_MARK_PERCENT}%%), 1 when not")
     grade.add_argument("notebook", help="the submitted .ipynb")
-    grade.add_argument("--student", default="student", help="the learner's id (default: student)")
+    grade.add_argument("--student", default=None, help="the learner's id; their lab's numbers derive from it "
+                                                        "(default: the self-study lab)")
     grade.add_argument("--assignment", default=None,
                        help="the lab (default: the one whose cells the notebook carries)")
     grade.add_argument("--source-root", default=None,
@@ -112,6 +113,9 @@ def _add_grading_parsers(sub) -> None:
                                               "(hidden tests may still fail)")
     check.add_argument("notebook", help="your saved copy of the lab (.ipynb)")
     check.add_argument("--timeout", type=int, default=grading.DEFAULT_TIMEOUT_S, help="seconds each cell may run")
+    check.add_argument("--learner", default=None, help="run the lab with this learner's numbers (default: the id in "
+                                                       "the environment, else the self-study lab)")
+    check.add_argument("--self-study", action="store_true", help="run the lab with the self-study numbers")
     for p in (grade, check):
         p.add_argument("--json", action="store_true", help="print one JSON object")
 
@@ -234,13 +238,14 @@ def _grade(args: argparse.Namespace) -> tuple[dict, str]:
 
 
 def _self_check(args: argparse.Namespace) -> tuple[dict, str]:
-    report = grading.self_check(args.notebook, timeout_s=args.timeout)
+    learner = None if args.self_study else (args.learner if args.learner is not None else ...)
+    report = grading.self_check(args.notebook, timeout_s=args.timeout, learner=learner)
     if report is None:
         raise ValueError("self-check does not run inside another self-check or an nbgrader run")
     return report.to_dict(), report.text()
 
 
-_FLAGS.update({"student": "--student", "assignment": "--assignment", "source_root": "--source-root",
+_FLAGS.update({"student": "--student", "learner": "--learner", "assignment": "--assignment", "source_root": "--source-root",
                "timeout_s": "--timeout"})
 # grade: 0 when the submission passes, 1 when it does not; self-check: 0 when the visible tests reach the pass mark.
 _EXIT_STATUS = {"grade": lambda out: 0 if out["passed"] else 1,

@@ -213,19 +213,25 @@ def _cumulative(intervals: np.ndarray):
 class SimulatedTrainingLoop:
     """One scenario's training loop on a simulated clock; deterministic for (scenario, steps, seed, levers).
 
-    ``steps`` defaults to the scenario's. ``levers`` (names in :data:`LOOP_LEVERS`) are applied at construction;
+    ``scenario`` is a name in :data:`LOOP_SCENARIOS` or a :class:`LoopScenario` of its own (the lab's per-learner
+    schedules, :mod:`gpucost_lab.variants`). ``steps`` defaults to the scenario's. ``levers`` (names in :data:`LOOP_LEVERS`) are applied at construction;
     :meth:`with_lever` returns a new loop with one more. ``price_per_hour_usd`` (a stated assumption) prices
     :meth:`reference_balance`.
     """
 
-    def __init__(self, scenario: str = "eval_checkpoint_heavy", steps: int | None = None, seed: int = 0,
-                 price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD, levers: tuple[str, ...] = ()):
-        one_of("scenario", scenario, LOOP_SCENARIOS)
-        base = LOOP_SCENARIOS[scenario]
+    def __init__(self, scenario: str | LoopScenario = "eval_checkpoint_heavy", steps: int | None = None,
+                 seed: int = 0, price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD, levers: tuple[str, ...] = ()):
+        if isinstance(scenario, LoopScenario):  # a schedule of its own (a lab's per-learner variant)
+            base = scenario
+            one_of("scenario.sim_scenario", base.sim_scenario, SCENARIOS)
+            for name in ("steps", "eval_every", "eval_batches", "checkpoint_every"):
+                integer_at_least(f"scenario.{name}", getattr(base, name), 1)
+        else:
+            base = LOOP_SCENARIOS[one_of("scenario", scenario, LOOP_SCENARIOS)]
         steps = base.steps if steps is None else integer_at_least("steps", steps, 1)
         if steps > MAX_STEPS:
             raise ValueError(f"steps must be an integer in [1, {MAX_STEPS}], got {steps!r}")
-        self.scenario, self.steps = scenario, steps
+        self.scenario, self.steps, self._base = base.name, steps, base
         self.seed = integer_at_least("seed", seed, 0)
         self.price_per_hour_usd = positive("price_per_hour_usd", price_per_hour_usd)
         if isinstance(levers, str):
@@ -349,7 +355,7 @@ class SimulatedTrainingLoop:
 
     # -- ground truth --------------------------------------------------------------------------------------------
     def _replica(self) -> "SimulatedTrainingLoop":
-        return SimulatedTrainingLoop(self.scenario, self.steps, self.seed, self.price_per_hour_usd, self.levers)
+        return SimulatedTrainingLoop(self._base, self.steps, self.seed, self.price_per_hour_usd, self.levers)
 
     def _run(self) -> None:
         for step in range(1, self.steps + 1):  # the same calls, in the same order, as run_instrumented
@@ -387,8 +393,7 @@ class SimulatedTrainingLoop:
         one_of("lever", name, LOOP_LEVERS)
         if name in self.levers:
             raise ValueError(f"lever {name!r} is already applied to this loop (levers={self.levers!r})")
-        return SimulatedTrainingLoop(self.scenario, self.steps, self.seed, self.price_per_hour_usd,
-                                     self.levers + (name,))
+        return SimulatedTrainingLoop(self._base, self.steps, self.seed, self.price_per_hour_usd, self.levers + (name,))
 
 
 def run_instrumented(loop: SimulatedTrainingLoop, timer):

@@ -194,10 +194,15 @@ def _root_cause(result: dict) -> str:
     return causes[-1] if causes else _one_line(result.get("error") or result.get("log") or "unknown error")
 
 
-def grade(notebook_path: str | os.PathLike, student: str = "student", assignment: str | None = None,
+def grade(notebook_path: str | os.PathLike, student: str | None = None, assignment: str | None = None,
           timeout_s: int = DEFAULT_TIMEOUT_S, *, source_root: str | os.PathLike | None = None,
-          feedback_dir: str | os.PathLike | None = None, course_dir: str | os.PathLike | None = None) -> GradeReport:
+          feedback_dir: str | os.PathLike | None = None, course_dir: str | os.PathLike | None = None,
+          self_study: bool = False) -> GradeReport:
     """Autograde one submitted notebook with nbgrader and report its score against the pass mark.
+
+    ``student`` is the learner's id: their lab's numbers derive from it (:mod:`gpucost_lab.variants`), so the
+    checks expect that learner's answers. None grades the self-study lab (as the id "student"), and so does
+    ``self_study=True`` whatever the id.
 
     ``source_root`` is an nbgrader source directory holding ``<assignment>/<notebook>.ipynb`` (default:
     :func:`default_source_root`); ``assignment`` defaults to the one whose cells the submission carries. The generated feedback is copied to ``feedback_dir`` (default: beside the
@@ -211,7 +216,8 @@ def grade(notebook_path: str | os.PathLike, student: str = "student", assignment
     import nbformat
 
     submission = Path(notebook_path)
-    student = _check_student(student)
+    learner = "" if student is None or self_study else _check_student(student)
+    student = _check_student("student" if student is None else student)
     timeout_s = _check_timeout(timeout_s)
     nb = _read_notebook(submission)
     root = Path(source_root) if source_root is not None else default_source_root()
@@ -238,6 +244,7 @@ def grade(notebook_path: str | os.PathLike, student: str = "student", assignment
         stack.enter_context(_environment(PATH=_path_with_this_python()))
         stack.enter_context(_quiet_stderr())
         config = _config(course, timeout_s)
+        config.SandboxedExecute.learner = learner
         log = _quiet_logger()
 
         def run(converter_class, **traits):

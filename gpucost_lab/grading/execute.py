@@ -28,13 +28,17 @@ from pathlib import Path
 
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
-from traitlets import Bool, Integer
+from traitlets import Bool, Integer, Unicode
 
+from ..variants import LEARNER_ENV
 from . import answers as _answers
 from . import sandbox as _sandbox
 
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 HIDDEN_NOTE = "# (hidden checks ran here when this lab was graded; they are not shown)"
+#: The line a lab's author puts right before each hidden block: it stays in the released lab, so a learner (and
+#: self-check) can see which tests have more checks at grading time.
+HIDDEN_MARK = "# + checks that run only when the lab is graded"
 MAX_OUTPUT_CHARS = 20_000  # per output of a learner's cell, kept in the graded notebook
 MAX_CELLS = 1000  # cells beyond this are not run; a lab has a few dozen
 
@@ -73,6 +77,8 @@ def visible_source(source: str) -> str:
     """The test as a learner may see it: the visible part, and a line where hidden checks were."""
     out, inside, noted = [], False, False
     for line in source.splitlines():
+        if line.strip() == HIDDEN_MARK:
+            continue  # the note below says it
         if line.strip() == HIDDEN_BEGIN:
             inside = True
             if not noted:
@@ -104,6 +110,21 @@ def free_names(source: str) -> list[str]:
     return list(dict.fromkeys(n for n in read if n not in bound and not hasattr(builtins, n)))
 
 
+def _statement(code: str, line: int | None) -> str:
+    """The check at ``line`` as one line of text: an assert's condition, else the line itself."""
+    if not line:
+        return ""
+    try:
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Assert) and node.lineno <= line <= (node.end_lineno or node.lineno):
+                test = ast.get_source_segment(code, node.test) or ast.unparse(node.test)
+                return "assert " + " ".join(test.replace("\\\n", " ").split())
+    except (SyntaxError, ValueError, RecursionError):
+        pass
+    lines = code.splitlines()
+    return lines[line - 1].strip() if line <= len(lines) else ""
+
+
 class LearnerError(Exception):
     """The learner's function raised, or did not answer, when a test called it."""
 
@@ -116,14 +137,16 @@ def _error(message: str) -> dict:
 class Checks:
     """The grader's side: the lab's setup cells and its tests, run in this process on plain answers."""
 
-    def __init__(self, fetch, call, workdir: Path):
-        """``workdir`` holds the instructor's helper files of the lab (importable by the checks) and their temp files."""
-        self._fetch, self._call, self._workdir = fetch, call, workdir
+    def __init__(self, fetch, call, workdir: Path, learner: str = ""):
+        """``workdir`` holds the instructor's helper files of the lab (importable by the checks) and their temp
+        files; ``learner`` is the id the lab's numbers derive from ("" for the self-study lab)."""
+        self._fetch, self._call, self._workdir, self._learner = fetch, call, workdir, learner
         self.setup_ns: dict = {"__name__": "__gpucost_checks__", "__builtins__": builtins}
 
     @contextlib.contextmanager
     def _here(self):
-        old_cwd, old_tmp = os.getcwd(), tempfile.tempdir
+        old_cwd, old_tmp, old_learner = os.getcwd(), tempfile.tempdir, os.environ.get(LEARNER_ENV)
+        os.environ[LEARNER_ENV] = self._learner  # the setup cells draw this learner's numbers
         os.chdir(self._workdir)
         tempfile.tempdir = str(self._workdir)  # what the setup cells create, the grader removes with the folder
         sys.path.insert(0, str(self._workdir))
@@ -134,6 +157,10 @@ class Checks:
         finally:
             os.chdir(old_cwd)
             tempfile.tempdir = old_tmp
+            if old_learner is None:
+                os.environ.pop(LEARNER_ENV, None)
+            else:
+                os.environ[LEARNER_ENV] = old_learner
             sys.path.remove(str(self._workdir))
             for name in set(sys.modules) - before:  # the lab's helper modules: imported afresh for each submission
                 if str(self._workdir) in str(getattr(sys.modules[name], "__file__", "") or ""):
@@ -183,7 +210,7 @@ class Checks:
         if line in hidden:
             where = "a hidden check"
         else:
-            text = code.splitlines()[line - 1].strip() if line and line <= len(code.splitlines()) else ""
+            text = _statement(code, line)
             where = f"the check `{text[:160]}`" if text else "a visible check"
         if isinstance(err, AssertionError):
             return f"{where} failed: {said}" if said else f"{where} failed"
@@ -200,6 +227,11 @@ class SandboxedExecute(NbGraderPreprocessor):
     memory_mb = Integer(_sandbox.Limits.memory_mb, help="address space of the kernel (MB)").tag(config=True)
     allow_unsandboxed = Bool(False, help="run the kernel without bubblewrap where it is missing (trusted "
                                          "notebooks only)").tag(config=True)
+    per_learner_variants = Bool(True, help="each student's lab numbers derive from their student id "
+                                           "(gpucost_lab.variants); False grades every submission as the "
+                                           "self-study lab").tag(config=True)
+    learner = Unicode(None, allow_none=True, help="the id the lab's numbers derive from, overriding the student "
+                                                  "id; '' for the self-study lab").tag(config=True)
 
     def preprocess(self, nb, resources):
         from .run import run_submission
@@ -207,8 +239,13 @@ class SandboxedExecute(NbGraderPreprocessor):
         folder = Path(resources.get("metadata", {}).get("path") or ".")
         limits = _sandbox.Limits(memory_mb=self.memory_mb, cpu_s=self.total_timeout)
         run_submission(nb, folder, self._source_folder(resources), limits, self.timeout, self.total_timeout,
-                       self.allow_unsandboxed, self.log)
+                       self.allow_unsandboxed, self.log, learner=self._learner(resources))
         return nb, resources
+
+    def _learner(self, resources) -> str:
+        if self.learner is not None:
+            return self.learner
+        return str(resources.get("nbgrader", {}).get("student") or "") if self.per_learner_variants else ""
 
     def _source_folder(self, resources) -> Path | None:
         """The instructor's folder of this assignment: its helper files are what the grader's checks import."""

@@ -57,6 +57,8 @@ class SelfCheckReport:
     reaches_pass_mark: bool
     failed: tuple = ()
     note: str = HIDDEN_TESTS_NOTE
+    points_with_hidden_checks: float = 0.0  # points whose tests have more checks when the lab is graded
+    learner: str | None = None  # whose numbers the lab ran with (None: the self-study lab)
 
     def to_dict(self) -> dict:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -65,9 +67,13 @@ class SelfCheckReport:
         return out
 
     def text(self) -> str:
-        lines = [f"Self-check of {self.notebook} (the saved file): {self.points_passed:g} of {self.max_points:g} "
-                 f"points pass their visible tests ({self.percent:.0f}%); passing needs {PASS_MARK_PERCENT}% = "
-                 f"{_points_text(self.points_to_pass)}."]
+        whose = f"learner {self.learner!r}'s numbers" if self.learner else "the self-study numbers (no learner id)"
+        lines = [f"Self-check of {self.notebook} (the saved file, run with {whose}): {self.points_passed:g} of "
+                 f"{self.max_points:g} points pass their visible tests ({self.percent:.0f}%); passing needs "
+                 f"{PASS_MARK_PERCENT}% = {_points_text(self.points_to_pass)}."]
+        if self.points_with_hidden_checks:
+            lines.append(f"{_points_text(self.points_with_hidden_checks)} of {self.max_points:g} also depend on "
+                         "hidden checks, which run only when your lab is graded: a visible pass is not yet a grade.")
         if self.reaches_pass_mark:
             lines.append("✓ On track for the pass mark, but this counts visible tests only: hidden tests run when "
                          "your lab is graded and may still fail.")

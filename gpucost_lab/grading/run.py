@@ -12,6 +12,7 @@ from pathlib import Path
 
 from nbformat.v4 import new_output
 
+from ..variants import LEARNER_ENV
 from . import answers as _answers
 from . import sandbox as _sandbox
 from .execute import MAX_CELLS, Checks, LearnerError, _copy_submission, _error, _truncate, is_test, is_trusted_setup, visible_source
@@ -82,23 +83,24 @@ class _Kernel:
         return value
 
 
-def _kernelspec(work: Path, limits: _sandbox.Limits, sandboxed: bool):
+def _kernelspec(work: Path, limits: _sandbox.Limits, sandboxed: bool, env: dict[str, str]):
     from jupyter_client.kernelspec import KernelSpecManager
 
-    argv = _sandbox.kernel_argv(work, limits) if sandboxed else _sandbox.unsandboxed_argv(work, limits)
+    argv = _sandbox.kernel_argv(work, limits, env) if sandboxed else _sandbox.unsandboxed_argv(work, limits)
     spec = work / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "graded lab (sandbox)", "interrupt_mode": "message",
-                                                  "language": "python"}))
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "graded lab (sandbox)", "env": env,
+                                                  "interrupt_mode": "message", "language": "python"}))
     return KernelSpecManager(kernel_dirs=[str(work / "kernels")], ensure_native_kernel=False)
 
 
 def run_submission(nb, folder: Path, source_folder: Path | None, limits: _sandbox.Limits, timeout_s: int,
-                   total_s: int, allow_unsandboxed: bool, log) -> None:
+                   total_s: int, allow_unsandboxed: bool, log, learner: str = "") -> None:
     """Grade ``nb`` in place: learner cells get their outputs, test cells an error output or none.
 
     ``folder`` holds the submission (copied into the sandbox); ``source_folder`` the lab's own files, whose
-    helper modules the checks import (never the submission's copies of them).
+    helper modules the checks import (never the submission's copies of them). ``learner`` is the id the lab's
+    per-learner numbers derive from ("" for the self-study lab), set alike in the kernel and in the checks.
     """
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
@@ -119,14 +121,15 @@ def run_submission(nb, folder: Path, source_folder: Path | None, limits: _sandbo
         (work / "home").mkdir()
         (work / "ipc").mkdir()
         _copy_submission(source_folder, Path(checks_dir), skip_notebooks=True)
-        km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(work, limits, not reason),
+        env = {LEARNER_ENV: learner}
+        km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(work, limits, not reason, env),
                                 transport="ipc", ip=str(work / "ipc" / "kernel"),
                                 connection_file=str(work / "connection.json"))
         client = NotebookClient(nb, km=km, timeout=timeout_s, startup_timeout=120, interrupt_on_timeout=True,
                                 allow_errors=True, kernel_name=KERNEL_NAME, shutdown_kernel="immediate",
                                 resources={"metadata": {"path": str(work / "notebook")}})
         kernel = _Kernel(client, timeout_s)
-        checks = Checks(kernel.fetch, kernel.call, Path(checks_dir))
+        checks = Checks(kernel.fetch, kernel.call, Path(checks_dir), learner)
         try:
             _run_cells(nb, client, kernel, checks, deadline, timeout_s, total_s, log)
         finally:

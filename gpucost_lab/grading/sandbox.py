@@ -81,12 +81,14 @@ def _python_binds() -> list[str]:
     return binds
 
 
-def kernel_argv(workdir: Path, limits: Limits) -> list[str]:
-    """The command that starts an IPython kernel in the sandbox, for a kernelspec (``{connection_file}`` left in)."""
+def kernel_argv(workdir: Path, limits: Limits, extra_env: dict[str, str] | None = None) -> list[str]:
+    """The command that starts an IPython kernel in the sandbox, for a kernelspec (``{connection_file}`` left in).
+
+    The kernel's environment is this and ``extra_env`` only (the grader's own is cleared)."""
     home = workdir / "home"
     env = {"HOME": str(home), "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
            "MPLCONFIGDIR": str(home / ".matplotlib"), "NBGRADER_EXECUTION": "autograde", "LANG": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg"}
+           "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", **(extra_env or {})}
     setenv = [arg for key, value in env.items() for arg in ("--setenv", key, value)]
     # the empty /tmp first: this Python or the package may live under /tmp (a fresh clone), and a later mount wins
     return [*limits.prlimit(), "bwrap", "--tmpfs", "/tmp", *_system_binds(), *_python_binds(),
