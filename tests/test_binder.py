@@ -92,6 +92,19 @@ def test_postbuild_is_an_executable_bash_script():
     _run(["bash", "-n", post_build])
 
 
+def test_start_runs_the_labs_as_the_self_study_job_whatever_binder_s_random_user_name(tmp_path):
+    start = BINDER / "start"
+    assert os.access(start, os.X_OK), "repo2docker runs binder/start directly: it must be executable"
+    env = {"PATH": os.environ["PATH"], "JUPYTERHUB_USER": "jovyan-3f9a1c2e"}  # a Binder session's throw-away name
+    code = "from gpucost_lab.variants import current_learner; print(current_learner())"
+    out = subprocess.run([str(start), sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "None"
+    # a learner who set their own id keeps it
+    env["GPUCOST_LAB_LEARNER"] = "alice"
+    out = subprocess.run([str(start), sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "alice"
+
+
 # --------------------------------------------------------------------------------------------------
 # the environment Binder builds (slow: one per session)
 
