@@ -1,0 +1,34 @@
+"""Load a Kineto / Chrome profiler trace and read its timeline (chapter 02: walk the timeline from wide gaps inward).
+
+``load_trace`` streams the file's ``traceEvents`` with ijson (bounded memory: one event dict at a time, only the
+needed fields kept in per-column arrays) into a :class:`Trace`, one row per complete event and per ``[memory]``
+instant. Every analysis takes that trace (and optional absolute ``start_us``/``end_us``, in the file's clock, which
+keep the events overlapping the window, clipped to it) and returns a DataFrame with explicit columns or a frozen
+dataclass; :func:`analyze` gathers them into the plain dict behind the CLI's ``--json``.
+
+Definitions:
+
+- **busy / idle on a CUDA trace** (basis ``"gpu"``), as HolisticTraceAnalysis's temporal breakdown: busy is the
+  union of kernel, memcpy and memset intervals over all streams; the span runs from the first one's start to the
+  last one's end; idle = span - busy. When the trace holds two or more ``ProfilerStep#N``, GPU work launched (its
+  correlated runtime call starts) after the last step began is left out, as HTA does by default (the last step
+  may be cut short); ``include_last_step=True`` keeps it. Unlike HTA, ``cuda_sync`` events ("Stream Sync",
+  "Stream Wait Event") are not busy: they mark a stream waiting, not working.
+- **busy / idle on a CPU-only trace** (basis ``"main thread"``): the main thread is the (pid, tid) whose
+  ``ProfilerStep#N`` and ``cpu_op`` events add up to the most time. Busy is the union of its ``cpu_op`` intervals;
+  the span runs from the first start to the last end among its steps and cpu_ops, so time at the start or end of
+  a step with no operator running (a data-loading sleep, say) is idle.
+- **sync points**: cudaDeviceSynchronize / cudaStreamSynchronize / cudaEventSynchronize calls and
+  ``aten::item`` / ``aten::_local_scalar_dense`` on the host; ``cuda_sync`` events and device-to-host memcpys
+  on the device. Host events that nest or overlap on one thread are one sync point, named by the outermost
+  (earliest start, longest); a device event overlapping a host sync point belongs to it; device events left over
+  are sync points of their own (overlapping ones on one stream merged). N ``.item()`` calls are N sync points.
+"""
+from .load import EVENT_COLUMNS, KINDS, BusyIdle, Trace, load_trace
+from .summary import COMPARE_COLUMNS, GAP_FLOOR_US, analyze, compare
+from .views import (busy_idle, gaps, memcpy_summary, memory_over_time, peak_memory_bytes, phases, steps, sync_points,
+                    top_ops)
+
+__all__ = ["BusyIdle", "COMPARE_COLUMNS", "EVENT_COLUMNS", "GAP_FLOOR_US", "KINDS", "Trace", "analyze", "busy_idle",
+           "compare", "gaps", "load_trace", "memcpy_summary", "memory_over_time", "peak_memory_bytes", "phases",
+           "steps", "sync_points", "top_ops"]

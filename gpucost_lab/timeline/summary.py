@@ -1,0 +1,77 @@
+"""Every view at once (``analyze``, behind the CLI's ``--json``) and traces side by side (``compare``)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from .._validate import integer_at_least
+from .load import Trace, load_trace
+from .views import (_busy_basis, _measure, _select, _widest, busy_idle, gaps, memcpy_summary, peak_memory_bytes, phases,
+                    steps, sync_points, top_ops)
+
+
+def _plain(value):
+    """A JSON-ready Python value: no numpy scalars; NaN and NA become None."""
+    if isinstance(value, (np.integer, int)) and not isinstance(value, bool):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return None if math.isnan(value) else float(value)
+    return None if value is pd.NA else value
+
+
+def _ms_records(table: pd.DataFrame, origin_us: float, relative: str = "") -> list[dict]:
+    """Rows as plain dicts, each ``*_us`` column as ``*_ms`` (the ``relative`` one measured from ``origin_us``)."""
+    return [{(k[:-3] + "_ms" if k.endswith("_us") else k):
+             _plain((v - origin_us if k == relative else v) / 1e3 if k.endswith("_us") else v)
+             for k, v in row.items()} for row in table.to_dict("records")]
+
+
+GAP_FLOOR_US = 1.0  # analyze() lists gaps of at least the trace clock's 1 us resolution
+
+
+def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_us: float | None = None) -> dict:
+    """Every view at once, as plain JSON-ready values in milliseconds, times relative to the trace's first event.
+
+    Keys: device, span_ms, busy_ms, idle_ms, gaps, sync_points, memcpy, top_ops, peak_memory_bytes, phases, steps,
+    skipped_events (``Trace.skipped``: the events left out, by reason).
+    With nothing to measure busy time from (no kernels; no cpu_ops), span/busy/idle are None and gaps empty.
+    Gaps shorter than ``GAP_FLOOR_US`` are left out of the list (they still count as idle time).
+    """
+    integer_at_least("top", top, 1)
+    trace = path_or_trace if isinstance(path_or_trace, Trace) else load_trace(path_or_trace)
+    window = {"start_us": start_us, "end_us": end_us}
+    _select(trace, start_us, end_us)  # an empty window fails here, naming the file
+    origin_us = float(trace.events["ts_us"].min())
+    result = {"device": trace.device, "span_ms": None, "busy_ms": None, "idle_ms": None, "gaps": []}
+    basis = _busy_basis(trace, start_us, end_us, include_last_step=False, required=False)
+    if basis is not None:
+        b, table = _measure(basis)
+        result.update(span_ms=b.span_us / 1e3, busy_ms=b.busy_us / 1e3, idle_ms=b.idle_us / 1e3,
+                      gaps=_ms_records(_widest(table, top, min_us=GAP_FLOOR_US), origin_us, relative="start_us"))
+    points = sync_points(trace, **window)[["name", "ts_us", "duration_us"]]
+    result.update(
+        sync_points=_ms_records(points, origin_us, relative="ts_us"),
+        memcpy=_ms_records(memcpy_summary(trace, **window), origin_us),
+        top_ops=_ms_records(top_ops(trace, top, **window), origin_us),
+        peak_memory_bytes=_plain(peak_memory_bytes(trace, **window)),
+        phases={p["name"]: p["total_ms"] for p in _ms_records(phases(trace, **window), origin_us)},
+        steps=len(steps(trace, **window)), skipped_events=dict(trace.skipped))
+    return result
+
+
+COMPARE_COLUMNS = ["span_ms", "busy_ms", "idle_ms", "busy_share", "widest_gap_ms", "gaps_over_1ms", "sync_points",
+                   "steps"]
+
+
+def compare(traces: dict) -> pd.DataFrame:
+    """One row per named trace: the figures to hold side by side after changing one suspected cause."""
+    rows = {}
+    for label, trace in traces.items():
+        b = busy_idle(trace)
+        g = gaps(trace, min_us=GAP_FLOOR_US)
+        rows[label] = [b.span_us / 1e3, b.busy_us / 1e3, b.idle_us / 1e3, b.busy_us / b.span_us if b.span_us else 0.0,
+                       float(g["duration_us"].max()) / 1e3 if len(g) else 0.0, int((g["duration_us"] >= 1e3).sum()),
+                       len(sync_points(trace)), len(steps(trace))]
+    return pd.DataFrame.from_dict(rows, orient="index", columns=COMPARE_COLUMNS)

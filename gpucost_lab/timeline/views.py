@@ -1,0 +1,226 @@
+"""The views of a loaded trace: busy and idle time, gaps, sync points, copies, top ops, memory, phases and steps."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .._validate import integer_at_least, non_negative
+from .load import _DIRECTIONS, _GPU_WORK, _HOST_SYNC, BusyIdle, Trace, _clip, _no_events_in_window, _window
+
+
+def _select(trace: Trace, start_us: float | None, end_us: float | None) -> pd.DataFrame:
+    """The trace's events, cut to the window when one is given (ValueError naming the file when it is empty)."""
+    lo, hi = _window(start_us, end_us)
+    events = _clip(trace.events, lo, hi)
+    if events.empty:
+        ev = trace.events
+        span = (ev["ts_us"].min(), (ev["ts_us"] + ev["dur_us"]).max())
+        raise _no_events_in_window(trace.path, start_us, end_us, span)
+    return events
+
+
+# ----------------------------------------------------------------------------------------------- busy and idle
+def _main_thread(events: pd.DataFrame) -> tuple[str, str] | None:
+    """The (pid, tid) holding the most ProfilerStep + cpu_op time (ties: the first in sort order)."""
+    host = events[events["kind"].isin(["step", "cpu_op"]) & events["lane"].str.startswith("thread ")]
+    if host.empty:
+        return None
+    return host.groupby(["pid", "tid"])["dur_us"].sum().idxmax()
+
+
+def _launched_before_last_step(events: pd.DataFrame, work: pd.DataFrame) -> pd.DataFrame:
+    """HTA's rule: with two or more ProfilerStep#N, drop GPU work launched after the last step began."""
+    steps = events[(events["kind"] == "step") & (events["cat"] != "gpu_user_annotation")]
+    if len(steps) < 2:
+        return work
+    runtime = events[(events["kind"] == "runtime") & events["correlation"].notna()]
+    launch_us = runtime.drop_duplicates("correlation").set_index("correlation")["ts_us"]
+    launched = work["correlation"].map(launch_us).astype(float).fillna(work["ts_us"])
+    return work[launched < steps["ts_us"].max()]
+
+
+def _busy_basis(trace: Trace, start_us, end_us, include_last_step: bool, required: bool = True):
+    """(ops whose union is busy, span start, span end, basis name); None when nothing to measure and not required."""
+    lo, hi = _window(start_us, end_us)
+    ev = trace.events
+    if trace.device == "cuda":
+        ops = ev[ev["kind"].isin(_GPU_WORK)]
+        ops = frame = ops if include_last_step else _launched_before_last_step(ev, ops)
+        basis = "gpu"
+    else:
+        thread = _main_thread(ev)
+        frame = ev.iloc[:0] if thread is None else ev[(ev["pid"] == thread[0]) & (ev["tid"] == thread[1])
+                                                       & ev["kind"].isin(["step", "cpu_op"])]
+        ops, basis = frame[frame["kind"] == "cpu_op"], "main thread"
+    ops, frame = _clip(ops, lo, hi), _clip(frame, lo, hi)
+    if not ops.empty:
+        return ops, float(frame["ts_us"].min()), float((frame["ts_us"] + frame["dur_us"]).max()), basis
+    if required:
+        _select(trace, start_us, end_us)  # an empty window is named as such
+        what = "kernel, memcpy or memset" if trace.device == "cuda" else "main-thread cpu_op"
+        where = "" if start_us is None and end_us is None else f" in the window start_us={start_us}, end_us={end_us}"
+        raise ValueError(f"{trace.path}: no {what} events{where} to measure busy time from")
+    return None
+
+
+def _runs(ops: pd.DataFrame):
+    """Union of the ops' intervals: run starts, run ends, and per run the name that starts and that ends it."""
+    s = ops["ts_us"].to_numpy(float)
+    e = s + ops["dur_us"].to_numpy(float)
+    order = np.lexsort((-e, s))  # by start, the longest first
+    s, e, names = s[order], e[order], ops["name"].to_numpy(object)[order]
+    reach = np.maximum.accumulate(e)
+    first = np.r_[True, s[1:] > reach[:-1]]
+    run_end = reach[np.r_[np.flatnonzero(first)[1:] - 1, len(s) - 1]]
+    at_end = reach == run_end[np.cumsum(first) - 1]  # within a run: from the op that reaches its end onwards
+    ender = at_end & np.r_[True, ~at_end[:-1] | first[1:]]  # that op, the outermost of those ending there
+    return s[first], run_end, names[first], names[ender]
+
+
+def _measure(basis) -> tuple[BusyIdle, pd.DataFrame]:
+    """BusyIdle and the gap table (unsorted) of one busy basis."""
+    ops, span_start, span_end, name = basis
+    run_start, run_end, starts_name, ends_name = _runs(ops)
+    busy = float(np.sum(run_end - run_start))
+    span = span_end - span_start
+    edges = np.r_[span_start, run_end]
+    table = pd.DataFrame({"start_us": edges, "duration_us": np.r_[run_start, span_end] - edges,
+                          "before": pd.array([None, *ends_name], dtype=object),
+                          "after": pd.array([*starts_name, None], dtype=object)})
+    return BusyIdle(span_us=span, busy_us=busy, idle_us=span - busy, start_us=span_start, end_us=span_end,
+                    basis=name), table[table["duration_us"] > 0]
+
+
+def _widest(table: pd.DataFrame, top: int | None, min_us: float = 0) -> pd.DataFrame:
+    table = table[table["duration_us"] >= min_us]
+    table = table.sort_values(["duration_us", "start_us"], ascending=[False, True], ignore_index=True)
+    return table if top is None else table.head(top)
+
+
+def busy_idle(trace: Trace, *, start_us: float | None = None, end_us: float | None = None,
+              include_last_step: bool = False) -> BusyIdle:
+    """Busy and idle time of the GPU (CUDA trace) or of the main thread (CPU-only trace); see the module doc."""
+    return _measure(_busy_basis(trace, start_us, end_us, include_last_step))[0]
+
+
+def gaps(trace: Trace, top: int | None = None, min_us: float = 0, *, start_us: float | None = None,
+         end_us: float | None = None, include_last_step: bool = False) -> pd.DataFrame:
+    """Idle intervals of the busy basis, widest first: ``start_us, duration_us, before, after``.
+
+    ``before`` / ``after`` name the operation ending just before / starting just after the gap (None at the edge
+    of a CPU span, where a step starts or ends with no operator running).
+    """
+    if top is not None:
+        integer_at_least("top", top, 1)
+    non_negative("min_us", min_us)
+    return _widest(_measure(_busy_basis(trace, start_us, end_us, include_last_step))[1], top, min_us)
+
+
+# ----------------------------------------------------------------------------------------------- other views
+def _merge_nested(events: pd.DataFrame) -> pd.DataFrame:
+    """One row per group of nested/overlapping events on one (pid, lane), named by the outermost."""
+    ev = events.assign(end_us=events["ts_us"] + events["dur_us"])
+    ev = ev.sort_values(["pid", "lane", "ts_us", "end_us"], ascending=[True, True, True, False])
+    keys = [ev["pid"], ev["lane"]]
+    reach_before = ev.groupby(keys)["end_us"].cummax().groupby(keys).shift()
+    group = (reach_before.isna() | (ev["ts_us"] > reach_before)).cumsum()
+    out = ev.groupby(group).agg(name=("name", "first"), ts_us=("ts_us", "first"), end_us=("end_us", "max"),
+                                lane=("lane", "first"))
+    return out.assign(duration_us=out["end_us"] - out["ts_us"])[["name", "ts_us", "duration_us", "lane"]]
+
+
+def sync_points(trace: Trace, *, start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
+    """Host/device synchronizations, in time order: ``name, ts_us, duration_us, lane`` (merging: module doc)."""
+    ev = _select(trace, start_us, end_us)
+    host = _merge_nested(ev[ev["kind"].isin(["runtime", "cpu_op"]) & ev["name"].isin(_HOST_SYNC)])
+    device = ev[(ev["kind"] == "sync") | ((ev["kind"] == "memcpy") & ev["name"].str.contains("DtoH"))]
+    if len(host) and len(device):
+        host = host.sort_values("ts_us")
+        reach = np.maximum.accumulate((host["ts_us"] + host["duration_us"]).to_numpy(float))
+        idx = np.searchsorted(host["ts_us"].to_numpy(float), (device["ts_us"] + device["dur_us"]).to_numpy(float),
+                              side="right") - 1
+        overlaps = (idx >= 0) & (reach[np.maximum(idx, 0)] >= device["ts_us"].to_numpy(float))
+        device = device[~overlaps]
+    points = pd.concat([p for p in (host, _merge_nested(device)) if len(p)] or [host])
+    return points.sort_values("ts_us", kind="stable", ignore_index=True)
+
+
+def memcpy_summary(trace: Trace, *, start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
+    """Copies by direction (HtoD, DtoH, DtoD, HtoH, PtoP, other) plus a "memset" row:
+    ``direction, count, total_us, total_bytes``; only directions present."""
+    ev = _select(trace, start_us, end_us)
+    copies = ev[ev["kind"].isin(["memcpy", "memset"])]
+    direction = copies["name"].str.extract(r"Memcpy\s+(\w+)", expand=False).astype(object)
+    direction = direction.where(direction.isin(_DIRECTIONS), "other").where(copies["kind"] == "memcpy", "memset")
+    table = copies.groupby(direction.rename("direction")).agg(
+        count=("dur_us", "size"), total_us=("dur_us", "sum"), total_bytes=("bytes", lambda b: b.sum(min_count=1)))
+    order = {d: i for i, d in enumerate([*_DIRECTIONS, "other", "memset"])}
+    table = table.reset_index().sort_values("direction", key=lambda d: d.map(order), ignore_index=True)
+    return table.astype({"direction": object, "count": int, "total_us": float, "total_bytes": "Int64"})
+
+
+def top_ops(trace: Trace, n: int = 10, *, start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
+    """Kernels (CUDA trace) or cpu_ops (CPU trace) by total time: ``name, kind, count, total_us, share``.
+
+    ``share`` is total_us over the sum for all of that kind (a cpu_op's time includes the ops it calls).
+    """
+    integer_at_least("n", n, 1)
+    kind = "kernel" if trace.device == "cuda" else "cpu_op"
+    ev = _select(trace, start_us, end_us)
+    ops = ev[ev["kind"] == kind]
+    table = ops.groupby("name").agg(count=("dur_us", "size"), total_us=("dur_us", "sum")).reset_index()
+    total = table["total_us"].sum()
+    table = table.assign(kind=kind, share=table["total_us"] / total if total > 0 else 0.0)
+    table = table.sort_values(["total_us", "name"], ascending=[False, True], ignore_index=True).head(n)
+    return table[["name", "kind", "count", "total_us", "share"]]
+
+
+def _memory(trace: Trace, device_type: int | None, start_us, end_us) -> pd.DataFrame:
+    if device_type is not None:
+        integer_at_least("device_type", device_type, 0)
+    ev = _select(trace, start_us, end_us)
+    mem = ev[(ev["kind"] == "memory") & ev["total_allocated_bytes"].notna()]
+    return mem if device_type is None else mem[mem["device_type"] == device_type]
+
+
+def memory_over_time(trace: Trace, device_type: int | None = None, *, start_us: float | None = None,
+                     end_us: float | None = None) -> pd.DataFrame:
+    """The allocator's running total from ``[memory]`` events: ``ts_us, total_allocated_bytes``.
+
+    ``device_type``: 0 CPU, 1 CUDA, None every device (each device keeps its own total).
+    """
+    mem = _memory(trace, device_type, start_us, end_us)
+    return mem[["ts_us", "total_allocated_bytes"]].reset_index(drop=True)
+
+
+def peak_memory_bytes(trace: Trace, device_type: int | None = None, *, start_us: float | None = None,
+                      end_us: float | None = None) -> int | None:
+    """Largest ``Total Allocated`` among ``[memory]`` events; None without any.
+
+    ``device_type`` None: the CUDA (1) total when the trace has CUDA memory events, else every device's.
+    """
+    mem = _memory(trace, device_type, start_us, end_us)
+    if device_type is None and (mem["device_type"] == 1).any():
+        mem = mem[mem["device_type"] == 1]
+    return None if mem.empty else int(mem["total_allocated_bytes"].max())
+
+
+def phases(trace: Trace, *, start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
+    """Host-side user annotations (``record_function`` labels), ProfilerStep#N excluded: ``name, count,
+    total_us``, largest total first."""
+    ev = _select(trace, start_us, end_us)
+    ann = ev[(ev["kind"] == "annotation") & (ev["cat"] != "gpu_user_annotation")]
+    table = ann.groupby("name").agg(count=("dur_us", "size"), total_us=("dur_us", "sum")).reset_index()
+    table = table.sort_values(["total_us", "name"], ascending=[False, True], ignore_index=True)
+    return table.astype({"count": int, "total_us": float})
+
+
+def steps(trace: Trace, *, start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
+    """The ``ProfilerStep#N`` annotations (host side when present): ``step, start_us, duration_us``."""
+    ev = _select(trace, start_us, end_us)
+    marks = ev[ev["kind"] == "step"]
+    if (marks["cat"] != "gpu_user_annotation").any():
+        marks = marks[marks["cat"] != "gpu_user_annotation"]
+    table = pd.DataFrame({"step": marks["name"].str.extract(r"#(\d+)", expand=False).astype(int),
+                          "start_us": marks["ts_us"], "duration_us": marks["dur_us"]})
+    return table.sort_values(["step", "start_us"], ignore_index=True)
