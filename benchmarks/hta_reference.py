@@ -1,7 +1,7 @@
 """Reference figures for ``gpucost_lab.timeline.busy_idle`` from HolisticTraceAnalysis (HTA).
 
 Runs HTA's ``TraceAnalysis(...).get_temporal_breakdown()`` on a copy of each GPU fixture in
-``tests/fixtures/hta_traces/`` and prints one JSON line per trace: HTA's idle, compute, non-compute and
+``gpucost_lab/data/hta_traces/`` and prints one JSON line per trace: HTA's idle, compute, non-compute and
 kernel ("span") times in microseconds, next to what ``busy_idle`` reports when ``gpucost_lab`` is importable.
 
 HTA is NOT a dependency of the project. Install it into a separate scratch environment:
@@ -36,7 +36,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "hta_traces"
+FIXTURES = Path(__file__).resolve().parent.parent / "gpucost_lab" / "data" / "hta_traces"
 GPU_TRACES = ["sampled_rank0_gpu.json.gz", "a100_alexnet_train.json.gz", "a100_cuda_event_sync.json.gz"]
 
 

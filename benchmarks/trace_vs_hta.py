@@ -1,6 +1,6 @@
 """``gpucost_lab.timeline`` against HolisticTraceAnalysis (HTA): agreement, speed and memory.
 
-For each GPU fixture in ``tests/fixtures/hta_traces/`` and for a synthetic trace of ``--events`` events
+For each GPU fixture in ``gpucost_lab/data/hta_traces/`` and for a synthetic trace of ``--events`` events
 (written by ``benchmarks/timeline_scale.py``'s ``write_trace``; it carries ``distributedInfo.rank`` so HTA reads
 it), two child processes analyze the same file, each timing itself and reading its own peak RSS with
 ``resource.getrusage`` (self and any children it spawned):
@@ -33,7 +33,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-FIXTURES = ROOT / "tests" / "fixtures" / "hta_traces"
+FIXTURES = ROOT / "gpucost_lab" / "data" / "hta_traces"
 GPU_TRACES = ["sampled_rank0_gpu.json.gz", "a100_alexnet_train.json.gz", "a100_cuda_event_sync.json.gz"]
 
 

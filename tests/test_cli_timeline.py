@@ -8,8 +8,9 @@ import torch
 
 from gpucost_lab.cli import main
 from gpucost_lab.profiling import profile_window
+from gpucost_lab.timeline import example_trace
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hta_traces"
+FIXTURES = example_trace("a100_alexnet_train").parent
 ANALYZE_KEYS = {"device", "span_ms", "busy_ms", "idle_ms", "gaps", "sync_points", "memcpy", "top_ops",
                 "peak_memory_bytes", "phases", "steps"}
 

@@ -7,6 +7,7 @@ import pytest
 
 from gpucost_lab.cli import main
 from gpucost_lab.contract import BenchmarkContract
+from gpucost_lab.timeline import example_trace
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 DOCUMENTED = set(re.findall(r"`([a-z0-9_]+)`", README)) | {
@@ -27,7 +28,7 @@ def keys_of(value):
             yield from keys_of(v)
 
 
-FIXTURE = str(Path(__file__).parent / "fixtures" / "hta_traces" / "a100_alexnet_train.json.gz")
+FIXTURE = str(example_trace("a100_alexnet_train"))
 
 
 @pytest.mark.parametrize("argv", [

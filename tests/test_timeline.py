@@ -20,7 +20,7 @@ from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from gpucost_lab import timeline as tl
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hta_traces"
+FIXTURES = tl.example_trace("a100_alexnet_train").parent
 SAMPLED = FIXTURES / "sampled_rank0_gpu.json.gz"
 ALEXNET = FIXTURES / "a100_alexnet_train.json.gz"
 EVENT_SYNC = FIXTURES / "a100_cuda_event_sync.json.gz"
@@ -476,3 +476,14 @@ def test_busy_plus_idle_is_the_span_and_busy_is_the_covered_length(spans, on_gpu
     assert b.busy_us + b.idle_us == b.span_us and 0 <= b.busy_us <= b.span_us
     assert b.span_us == max(ts + dur for ts, dur, _ in spans) - min(ts for ts, _, _ in spans)
     assert widest["duration_us"].sum() == b.idle_us
+
+
+def test_the_course_s_real_traces_ship_with_the_package_under_their_licence():
+    for name in tl.EXAMPLE_TRACES:
+        path = tl.example_trace(name)
+        assert path.is_file() and path.name == f"{name}.json.gz"
+    folder = tl.example_trace("a100_alexnet_train").parent
+    assert "MIT License" in (folder / "LICENSE").read_text()
+    assert {p.name for p in folder.iterdir()} == {"LICENSE", "README.md"} | {f"{n}.json.gz" for n in tl.EXAMPLE_TRACES}
+    with pytest.raises(ValueError, match="name must be one of 'a100_alexnet_train'"):
+        tl.example_trace("../../etc/passwd")

@@ -24,11 +24,11 @@ Definitions:
   (earliest start, longest); a device event overlapping a host sync point belongs to it; device events left over
   are sync points of their own (overlapping ones on one stream merged). N ``.item()`` calls are N sync points.
 """
-from .load import EVENT_COLUMNS, KINDS, BusyIdle, Trace, load_trace
+from .load import EVENT_COLUMNS, EXAMPLE_TRACES, KINDS, BusyIdle, Trace, example_trace, load_trace
 from .summary import COMPARE_COLUMNS, GAP_FLOOR_US, analyze, compare
 from .views import (busy_idle, gaps, memcpy_summary, memory_over_time, peak_memory_bytes, phases, steps, sync_points,
                     top_ops)
 
-__all__ = ["BusyIdle", "COMPARE_COLUMNS", "EVENT_COLUMNS", "GAP_FLOOR_US", "KINDS", "Trace", "analyze", "busy_idle",
-           "compare", "gaps", "load_trace", "memcpy_summary", "memory_over_time", "peak_memory_bytes", "phases",
+__all__ = ["BusyIdle", "COMPARE_COLUMNS", "EVENT_COLUMNS", "EXAMPLE_TRACES", "GAP_FLOOR_US", "KINDS", "Trace", "analyze",
+           "busy_idle", "compare", "example_trace", "gaps", "load_trace", "memcpy_summary", "memory_over_time", "peak_memory_bytes", "phases",
            "steps", "sync_points", "top_ops"]

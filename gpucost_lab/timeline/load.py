@@ -224,3 +224,15 @@ def load_trace(path, *, start_us: float | None = None, end_us: float | None = No
     events = _clip(_frame(columns), lo, hi)
     device = "cuda" if events["kind"].isin(_GPU_WORK).any() else "cpu"
     return Trace(path=str(path), events=events, device=device, skipped=dict(sorted(skipped.items())))
+
+
+EXAMPLE_TRACES = ("a100_alexnet_train", "a100_cuda_event_sync", "sampled_rank0_gpu", "cpu_only_small")
+_EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "hta_traces"
+
+
+def example_trace(name: str) -> Path:
+    """The path of one of the course's real profiler traces (``EXAMPLE_TRACES``: A100 GPU traces and one CPU-only
+    trace from HolisticTraceAnalysis's test data, MIT License; see ``gpucost_lab/data/hta_traces/README.md``)."""
+    if name not in EXAMPLE_TRACES:
+        raise ValueError(f"name must be one of {', '.join(map(repr, EXAMPLE_TRACES))}, got {name!r}")
+    return _EXAMPLES / f"{name}.json.gz"
