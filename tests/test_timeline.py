@@ -487,3 +487,23 @@ def test_the_course_s_real_traces_ship_with_the_package_under_their_licence():
     assert {p.name for p in folder.iterdir()} == {"LICENSE", "README.md"} | {f"{n}.json.gz" for n in tl.EXAMPLE_TRACES}
     with pytest.raises(ValueError, match="name must be one of 'a100_alexnet_train'"):
         tl.example_trace("../../etc/passwd")
+
+
+def test_annotations_by_hand_nesting_and_times_from_the_first_event(tmp_path):
+    # A holds B on thread 1; C on thread 2 overlaps A without nesting in it (another thread); D follows A.
+    events = [X("cpu_op", "aten::mm", 1000, 5), X("user_annotation", "A", 1010, 100),
+              X("user_annotation", "B", 1020, 50), X("user_annotation", "C", 1050, 100, tid=2),
+              X("user_annotation", "D", 1200, 10), X("user_annotation", "ProfilerStep#1", 1000, 300)]
+    trace = tl.load_trace(write_trace(tmp_path / "t.json", events))
+    table = tl.annotations(trace)
+    assert table.to_dict("list") == {"name": ["A", "B", "C", "D"], "start_us": [10.0, 20.0, 50.0, 200.0],
+                                     "duration_us": [100.0, 50.0, 100.0, 10.0], "depth": [0, 1, 0, 0]}
+
+
+def test_the_alexnet_trace_s_warm_up_forward_against_its_measured_one():
+    # the file's own annotations: the outer warm-up forward lasts 12,757.093 ms, the inner measured one 36.356 ms
+    table = tl.annotations(tl.load_trace(tl.example_trace("a100_alexnet_train")))
+    forwards = table[table["name"].str.endswith("forward]")]
+    outer = forwards.groupby(forwards["name"].str.contains("warmup"))["duration_us"].max()
+    inner = forwards.groupby(forwards["name"].str.contains("warmup"))["duration_us"].min()
+    assert (outer[True], inner[False]) == (12_757_093.0, 36_356.0)

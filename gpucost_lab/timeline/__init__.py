@@ -26,9 +26,10 @@ Definitions:
 """
 from .load import EVENT_COLUMNS, EXAMPLE_TRACES, KINDS, BusyIdle, Trace, example_trace, load_trace
 from .summary import COMPARE_COLUMNS, GAP_FLOOR_US, analyze, compare
-from .views import (busy_idle, gaps, memcpy_summary, memory_over_time, peak_memory_bytes, phases, steps, sync_points,
-                    top_ops)
+from .views import (annotations, busy_idle, gaps, memcpy_summary, memory_over_time, peak_memory_bytes, phases, steps,
+                    sync_points, top_ops)
 
-__all__ = ["BusyIdle", "COMPARE_COLUMNS", "EVENT_COLUMNS", "EXAMPLE_TRACES", "GAP_FLOOR_US", "KINDS", "Trace", "analyze",
-           "busy_idle", "compare", "example_trace", "gaps", "load_trace", "memcpy_summary", "memory_over_time", "peak_memory_bytes", "phases",
-           "steps", "sync_points", "top_ops"]
+__all__ = ["analyze", "annotations", "busy_idle", "BusyIdle", "compare", "COMPARE_COLUMNS", "EVENT_COLUMNS",
+           "example_trace", "EXAMPLE_TRACES", "GAP_FLOOR_US", "gaps", "KINDS", "load_trace",
+           "memcpy_summary", "memory_over_time", "peak_memory_bytes", "phases", "steps", "sync_points",
+           "top_ops", "Trace"]

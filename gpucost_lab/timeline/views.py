@@ -215,6 +215,23 @@ def phases(trace: Trace, *, start_us: float | None = None, end_us: float | None 
     return table.astype({"count": int, "total_us": float})
 
 
+def annotations(trace: Trace, *, start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
+    """Each host-side user annotation (``record_function`` label; ProfilerStep#N excluded), in time order:
+    ``name, start_us`` (from the trace's first event), ``duration_us, depth`` (0 for an outermost one; an
+    annotation that starts and ends inside another on its thread is one deeper, so nested ones are not
+    counted twice when read)."""
+    ev = _select(trace, start_us, end_us)
+    origin = float(trace.events["ts_us"].min())
+    ann = ev[(ev["kind"] == "annotation") & (ev["cat"] != "gpu_user_annotation")]
+    ann = ann.sort_values(["ts_us", "dur_us"], ascending=[True, False], kind="stable")
+    rows, open_ends = [], {}  # (pid, tid) -> ends of the annotations still open there
+    for name, pid, tid, ts, dur in zip(ann["name"], ann["pid"], ann["tid"], ann["ts_us"], ann["dur_us"]):
+        ends = [e for e in open_ends.get((pid, tid), []) if e >= ts + dur]
+        rows.append((name, float(ts) - origin, float(dur), len(ends)))
+        open_ends[(pid, tid)] = ends + [ts + dur]
+    return pd.DataFrame(rows, columns=["name", "start_us", "duration_us", "depth"]).astype({"depth": int})
+
+
 def steps(trace: Trace, *, start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
     """The ``ProfilerStep#N`` annotations (host side when present): ``step, start_us, duration_us``."""
     ev = _select(trace, start_us, end_us)
