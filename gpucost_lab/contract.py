@@ -12,7 +12,7 @@ import json
 import os
 import platform
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Iterable, NamedTuple, Sequence
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 import torch
 
@@ -20,9 +20,10 @@ from . import device as _device
 from ._validate import integer_at_least, one_of
 
 COUNTED_UNITS = ("samples", "tokens")
-# Fields read from the running machine; the rest describe the workload.
+FLOAT32_MATH = ("ieee", "tf32")  # how CUDA may run float32 matmuls and convolutions: IEEE FP32, or TF32 tensor cores
+# Fields read from the running machine and process; the rest describe the workload.
 ENVIRONMENT_FIELDS = ("cpu_model", "cpu_cores", "gpu_name", "gpu_memory_bytes", "python_version",
-                      "torch_version", "cuda_version", "threads")
+                      "torch_version", "cuda_version", "threads", "float32_matmul", "float32_conv")
 
 
 class FieldChange(NamedTuple):
@@ -54,6 +55,8 @@ class BenchmarkContract:
     torch_version: str
     cuda_version: str | None  # the CUDA torch was built with; None for a CPU build
     threads: int  # torch intra-op threads
+    float32_matmul: str  # "tf32" when CUDA float32 matmuls may use TF32 tensor cores, else "ieee"
+    float32_conv: str  # the same for cuDNN float32 convolutions ("tf32" is torch's default)
     # workload
     device: str  # "cpu" or "cuda[:N]"
     model_name: str
@@ -75,6 +78,8 @@ class BenchmarkContract:
         integer_at_least("units_per_step", self.units_per_step, 1)
         integer_at_least("parameter_count", self.parameter_count, 0)
         one_of("counted_unit", self.counted_unit, COUNTED_UNITS)
+        one_of("float32_matmul", self.float32_matmul, FLOAT32_MATH)
+        one_of("float32_conv", self.float32_conv, FLOAT32_MATH)
         # JSON has no tuples: normalise shapes so a round trip compares equal.
         object.__setattr__(self, "input_shapes", tuple(tuple(int(d) for d in s) for s in self.input_shapes))
 
@@ -151,7 +156,7 @@ class BenchmarkContract:
 
 
 def environment(device: str = "cpu") -> dict:
-    """The contract's hardware and software fields, read from the running machine."""
+    """The contract's hardware and software fields, read from the running machine and process."""
     gpu_name = gpu_memory_bytes = None
     if device.startswith("cuda"):
         props = torch.cuda.get_device_properties(device)
@@ -165,7 +170,28 @@ def environment(device: str = "cpu") -> dict:
         "torch_version": torch.__version__,
         "cuda_version": torch.version.cuda,
         "threads": torch.get_num_threads(),
+        **float32_math(),
     }
+
+
+def float32_math() -> dict:
+    """Whether CUDA may run float32 matmuls and cuDNN float32 convolutions on TF32 tensor cores, as torch
+    reports it now: ``{"float32_matmul": "tf32" or "ieee", "float32_conv": ...}``, recorded on every device.
+
+    ``torch.set_float32_matmul_precision("high")`` or ``("medium")`` and ``torch.backends.cuda.matmul.allow_tf32 =
+    True`` turn matmuls to "tf32"; ``torch.backends.cudnn.allow_tf32`` (True by default) does it for convolutions.
+    The ``fp32_precision`` settings of torch 2.9 and later are read first: they resolve both ways of setting it,
+    where the older getters refuse to answer once the two are mixed.
+    """
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    return {"float32_matmul": _tf32_or_ieee(matmul, lambda: matmul.allow_tf32),
+            "float32_conv": _tf32_or_ieee(getattr(cudnn, "conv", None), lambda: cudnn.allow_tf32)}
+
+
+def _tf32_or_ieee(backend: object, legacy_flag: Callable[[], bool]) -> str:
+    precision = getattr(backend, "fp32_precision", None)
+    allowed = precision == "tf32" if isinstance(precision, str) else bool(legacy_flag())
+    return "tf32" if allowed else "ieee"
 
 
 def _cpu_model() -> str:

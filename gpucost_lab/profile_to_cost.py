@@ -3,7 +3,8 @@
 Linear(1024, 1024), batch 256, 5 warm-up steps, 20 timed steps per repeat, priced at an assumed
 $2.10 per accelerator-hour. The contract is frozen first; timing synchronizes the device; the
 profiler runs in its own short window, never during the timed repeats, because profiling slows
-the steps it records.
+the steps it records. On a catalog GPU the throughput is held against the roofline: the TF32 peak
+when the contract records that float32 matmuls may use TF32 (``float32_matmul="tf32"``), else FP32.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from . import cost
 from .contract import BenchmarkContract
 from .model_memory import storage_bytes
 from .profiling import operator_table, peak_allocated_bytes, profile_window
-from .roofline import PlausibilityCheck, check_throughput, count_flops, find_accelerator
+from .roofline import PlausibilityCheck, bounding_peak, check_throughput, count_flops, find_accelerator
 from .stats import Estimate
 from .timing import Measurement, measure
 
@@ -105,7 +106,9 @@ def run(device: str = "auto", price_per_hour_usd: float = cost.DEFAULT_PRICE_PER
     accelerator = find_accelerator(contract.gpu_name)
     check = None
     if accelerator is not None:
-        check = check_throughput(measurement.units_per_s_geomean, flops / (batch), accelerator.roofline("float32"))
+        peak = bounding_peak(contract)  # the step has matmuls and no convolutions
+        check = check_throughput(measurement.units_per_s_geomean, flops / batch, accelerator.roofline(peak.precision),
+                                 peak=peak)
     return ProfileToCost(measurement, float(price_per_hour_usd),
                          cost.measured_cost_per_unit(measurement, price_per_hour_usd), int(peak_bytes), method,
                          flops, ops, check)

@@ -193,6 +193,7 @@ def _tables(data: ReportData) -> list[_Table]:
         ("software", "torch", c.torch_version),
         ("software", "CUDA", c.cuda_version or "none (CPU build)"),
         ("software", "threads", str(c.threads)),
+        ("software", "CUDA float32 math (TF32 or IEEE)", f"matmuls {c.float32_matmul}, convolutions {c.float32_conv}"),
         ("workload", "device", c.device),
         ("workload", "model", c.model_name),
         ("workload", "parameters", f"{c.parameter_count:,}"),

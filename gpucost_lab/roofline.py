@@ -3,7 +3,8 @@
 attainable FLOP/s = min(peak FLOP/s, arithmetic intensity x memory bandwidth). Below the ridge point
 (peak / bandwidth, in FLOP per byte) a kernel is memory-bound; above it, compute-bound. A measured
 throughput above the bound is impossible: the usual cause is timing without synchronization.
-Peaks come from the catalog ``data/hardware.json`` (dense figures, each with its source).
+Peaks come from the catalog ``data/hardware.json`` (dense figures, each with its source). A float32 step
+on CUDA that may use TF32 tensor cores is bounded by the TF32 peak, not the FP32 one (:func:`bounding_peak`).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import pandas as pd
 import torch
@@ -162,6 +163,34 @@ def count_flops(fn: Callable[[], object]) -> int:
     return int(counter.get_total_flops())
 
 
+class PeakChoice(NamedTuple):
+    """The catalog peak a step is bounded by (a key of :meth:`Accelerator.peak_flops_per_s`) and why."""
+
+    precision: str
+    reason: str
+
+
+def bounding_peak(contract, convolutions: bool = False) -> PeakChoice:
+    """Which peak bounds a step measured under ``contract`` (a :class:`~gpucost_lab.contract.BenchmarkContract`).
+
+    A float32 step on CUDA may run its matmuls on TF32 tensor cores when the contract's ``float32_matmul`` is
+    "tf32", and its cuDNN convolutions when ``float32_conv`` is (set ``convolutions`` when the step convolves).
+    Its bound is then the TF32 peak, 8x the FP32 one on an A100: against the FP32 peak a correct timing would be
+    called impossible. Any other dtype, or float32 off CUDA, is bounded by the dtype's own peak.
+    """
+    dtype = dtype_name(contract.dtype)
+    if dtype != "float32":
+        return PeakChoice(dtype, f"{dtype} peak: the contract's dtype")
+    if not str(contract.device).startswith("cuda"):
+        return PeakChoice("float32", f"FP32 peak: float32 on {contract.device}, where TF32 does not apply")
+    if contract.float32_matmul == "tf32":
+        return PeakChoice("tf32", "TF32 peak: CUDA float32 matmuls may use TF32 tensor cores (float32_matmul='tf32')")
+    if convolutions and contract.float32_conv == "tf32":
+        return PeakChoice("tf32", "TF32 peak: cuDNN float32 convolutions may use TF32 tensor cores "
+                                  "(float32_conv='tf32')")
+    return PeakChoice("float32", "FP32 peak: CUDA float32 matmuls run in IEEE FP32 (float32_matmul='ieee')")
+
+
 @dataclass(frozen=True)
 class PlausibilityCheck:
     """A measured throughput held against the roofline bound."""
@@ -171,22 +200,29 @@ class PlausibilityCheck:
     fraction_of_bound: float
     impossible: bool
     message: str
+    peak_precision: str | None = None  # the catalog peak the compute roof is, when the caller said (PeakChoice)
+    peak_reason: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
 def check_throughput(units_per_s: float, flops_per_unit: float, roofline: Roofline,
-                     intensity_flops_per_byte: float | None = None) -> PlausibilityCheck:
+                     intensity_flops_per_byte: float | None = None, peak: PeakChoice | None = None
+                     ) -> PlausibilityCheck:
     """Flag a throughput whose implied FLOP/s exceed the attainable bound as impossible.
 
-    Without an intensity the bound is the compute peak (the loosest roof).
+    Without an intensity the bound is the compute peak (the loosest roof). ``peak`` (from
+    :func:`bounding_peak`) says which catalog peak ``roofline`` was built from, and is stated in the message.
     """
     measured = positive("units_per_s", units_per_s) * positive("flops_per_unit", flops_per_unit)
     bound = (roofline.peak_flops_per_s if intensity_flops_per_byte is None
              else roofline.attainable_flops_per_s(intensity_flops_per_byte))
     impossible = measured > bound
     message = (f"{measured / 1e12:.3g} TFLOP/s is {measured / bound:.1%} of the {bound / 1e12:.3g} TFLOP/s bound")
+    if peak is not None:
+        message += f" ({peak.reason})"
     if impossible:
         message += ": impossible; the usual cause is timing without synchronizing the device"
-    return PlausibilityCheck(measured, bound, measured / bound, impossible, message)
+    precision, reason = peak if peak is not None else (None, None)
+    return PlausibilityCheck(measured, bound, measured / bound, impossible, message, precision, reason)

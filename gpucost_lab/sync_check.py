@@ -21,7 +21,7 @@ from . import device as _device
 from ._validate import greater_than, positive
 from .compare import interleaved_blocks
 from .contract import BenchmarkContract
-from .roofline import PlausibilityCheck, Roofline, check_throughput, lookup
+from .roofline import PlausibilityCheck, Roofline, bounding_peak, check_throughput, lookup
 from .timing import UNSYNCHRONIZED, Clock, Measurement
 
 
@@ -52,11 +52,11 @@ class SyncCheck:
         }
 
 
-def _roofline(roofline: Roofline | str, dtype: str) -> Roofline:
+def _roofline(roofline: Roofline | str, contract: BenchmarkContract) -> Roofline:
     if isinstance(roofline, Roofline):
         return roofline
     if isinstance(roofline, str):
-        return lookup(roofline).roofline(dtype)
+        return lookup(roofline).roofline(bounding_peak(contract).precision)
     raise ValueError(f"roofline must be a Roofline or a catalog accelerator name, got {roofline!r}")
 
 
@@ -68,8 +68,9 @@ def _bound(units_per_s: float, measurement: Measurement, flops_per_unit: float |
     if roofline is None:
         return None
     positive("flops_per_unit", flops_per_unit)
-    return check_throughput(units_per_s, flops_per_unit, _roofline(roofline, measurement.contract.dtype),
-                            intensity_flops_per_byte)
+    peak = bounding_peak(measurement.contract) if isinstance(roofline, str) else None
+    return check_throughput(units_per_s, flops_per_unit, _roofline(roofline, measurement.contract),
+                            intensity_flops_per_byte, peak)
 
 
 def _times(ratio: float) -> str:
@@ -94,7 +95,8 @@ def check_measurement(measurement: Measurement, flops_per_unit: float | None = N
     """Flag ``measurement`` if it was not synchronized or its throughput is above the roofline bound.
 
     ``flops_per_unit`` (FLOPs per sample or token) and ``roofline`` (a :class:`Roofline`, or a
-    catalog name such as ``"A10"`` read at the contract's dtype) go together; without them only the
+    catalog name such as ``"A10"`` read at the peak :func:`~gpucost_lab.roofline.bounding_peak` picks for the
+    contract: its dtype's, or TF32 for float32 on CUDA with TF32 allowed) go together; without them only the
     synchronization is checked. ``intensity_flops_per_byte`` tightens the bound below the compute peak.
     """
     if not isinstance(measurement, Measurement):
