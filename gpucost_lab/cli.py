@@ -24,7 +24,7 @@ from .device import DEVICE_CHOICES  # noqa: E402
 from .memory import MemoryLedger  # noqa: E402
 from .plan import CANDIDATES  # noqa: E402
 from .simulate import SCENARIOS, SimConfig  # noqa: E402
-from .trace_input import SKIP_RULES, describe_skipped  # noqa: E402
+from .timeline.text import render_analysis  # noqa: E402
 
 EXIT_USAGE = 2
 
@@ -71,6 +71,11 @@ def _build_parser() -> argparse.ArgumentParser:
     analyze = sub.add_parser("analyze", help="read a profiler trace: busy/idle, gaps, syncs, copies, memory, phases")
     analyze.add_argument("trace", help="a Chrome/Kineto trace, .json or .json.gz")
     analyze.add_argument("--top", type=int, default=10, help="gaps and operators to list")
+    tdiff = sub.add_parser("diff", help="before vs after traces per step: step time, busy, idle, phases, kernels, "
+                                        "each with a 95%% interval and a verdict")
+    tdiff.add_argument("before", nargs="+", help="the before traces (one run, or repeated runs)")
+    tdiff.add_argument("--after", nargs="+", required=True, help="the after traces")
+    tdiff.add_argument("--top", type=int, default=5, help="kernels (CPU traces: operators) to list")
 
     sim = sub.add_parser("simulate", help="write a deterministic simulated GPU training trace")
     sim.add_argument("--scenario", default="healthy", help=f"one of {', '.join(SCENARIOS)}; knobs below override it")
@@ -91,7 +96,7 @@ def _build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--registry", help="a release registry (JSON) to record the decision in and fall back to")
     plan.add_argument("--report", help="write the throughput/cost report here (.md or .html)")
 
-    for p in (ledger, predict, ptc, analyze, sim, plan):
+    for p in (ledger, predict, ptc, analyze, tdiff, sim, plan):
         p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_grading_parsers(sub)
     return parser
@@ -190,28 +195,12 @@ def _writing(field: str, path: str | None):
 def _analyze(args: argparse.Namespace) -> tuple[dict, str]:
     trace = timeline.load_trace(args.trace, progress=not args.json and sys.stderr.isatty())
     out = timeline.analyze(trace, top=args.top)
-    name = _shown(args.trace)
-    if out["span_ms"] is None:
-        head = f"{name}: {out['device']} trace with nothing to measure busy time from"
-    else:
-        share = f"{out['busy_ms'] / out['span_ms']:.1%}" if out["span_ms"] > 0 else "of a zero span"
-        head = (f"{name}: {out['device']} trace, span {out['span_ms']:.3f} ms, busy {out['busy_ms']:.3f} ms "
-                f"({share}), idle {out['idle_ms']:.3f} ms, {out['steps']} steps")
-    lines = [head]
-    if out["skipped_events"]:
-        lines.append(f"skipped {describe_skipped(out['skipped_events'])}: {SKIP_RULES}")
-    lines.append("widest gaps:")
-    lines += [f"  at {g['start_ms']:10.3f} ms  {g['duration_ms']:9.3f} ms  after {_shown(g['before'])}  "
-              f"before {_shown(g['after'])}" for g in out["gaps"]] or ["  none"]
-    lines.append(f"sync points: {len(out['sync_points'])}")
-    lines += [f"  {c['direction']}: {c['count']} copies, {c['total_ms']:.3f} ms" for c in out["memcpy"]]
-    lines.append("top operations:")
-    lines += [f"  {_shown(o['name'])[:60]:<60} {o['count']:>6}  {o['total_ms']:10.3f} ms" for o in out["top_ops"]]
-    if out["phases"]:
-        lines.append("phases: " + ", ".join(f"{_shown(k)} {v:.3f} ms" for k, v in out["phases"].items()))
-    if out["peak_memory_bytes"] is not None:
-        lines.append(f"peak memory allocated: {out['peak_memory_bytes'] / 1e6:.1f} MB")
-    return out, "\n".join(lines)
+    return out, render_analysis(out, args.trace, top=args.top)
+
+
+def _diff(args: argparse.Namespace) -> tuple[dict, str]:
+    result = timeline.diff(args.before, args.after, top=args.top)
+    return result.to_dict(), result.text()
 
 
 def _simulate(args: argparse.Namespace) -> tuple[dict, str]:
@@ -287,7 +276,7 @@ def _plan(args: argparse.Namespace) -> tuple[dict, str]:
 _FIELD = re.compile(r"\b(?:" + "|".join(re.escape(k) for k in _FLAGS if "_" in k) + r")\b|\b(?:"
                     + "|".join(re.escape(k) for k in _FLAGS) + r")(?==)")
 _COMMANDS = {"ledger": _ledger, "predict": _predict, "profile-to-cost": _profile_to_cost, "analyze": _analyze,
-             "simulate": _simulate, "plan": _plan, "grade": _grade, "self-check": _self_check}
+             "diff": _diff, "simulate": _simulate, "plan": _plan, "grade": _grade, "self-check": _self_check}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,63 +32,11 @@ from typing import Callable, Sequence
 from . import device as _device
 from ._validate import greater_than, integer_at_least
 from .contract import BenchmarkContract
-from .stats import Estimate, Interval, combine
+from .stats import MAX_WIDTH_FACTOR, Estimate, Interval, RatioVerdict, combine  # the verdict rule lives in stats
 from .timing import Clock, Measurement
 
-# An interval whose high end is more than twice its low end is too wide to act on. Why 2: such an interval says
-# the noise was as large as the effects the course prices (10-50% changes in cost), and a Student-t interval
-# from ten rounds of noise that large no longer deserves trust, since timing noise on a busy machine is
-# heavy-tailed, not normal. Measured here (benchmarks/RESULTS.md): the course's comparisons span a factor
-# 1.02-1.15 on a quiet machine and 1.2-1.6 with two busy programs beside them; the loaded run that once
-# promoted a candidate at 0.035x the baseline's cost spanned a factor 259.
-MAX_WIDTH_FACTOR = 2.0
 VERDICTS = ("faster", "slower", "inconclusive")
 COST_VERDICTS = ("cheaper", "more expensive", "inconclusive")
-
-
-@dataclass(frozen=True)
-class RatioVerdict:
-    """A candidate / baseline ratio with its 95% interval, and what it allows one to say.
-
-    ``lower`` and ``higher`` name the two conclusions ("faster"/"slower" for step time, "cheaper"/"more
-    expensive" for cost); the verdict is one of them only when the interval excludes 1 and spans at most
-    ``max_width_factor``, else "inconclusive".
-    """
-
-    interval: Interval
-    subject: str = "cost to target"  # what the ratio measures, e.g. "step time"
-    lower: str = "cheaper"  # the verdict when the whole interval is below 1
-    higher: str = "more expensive"  # the verdict when the whole interval is above 1
-    max_width_factor: float = MAX_WIDTH_FACTOR
-
-    @property
-    def ratio(self) -> float:
-        return self.interval.value
-
-    def _judge(self) -> tuple[str, str]:
-        r, low, high = self.interval
-        said = f"{self.subject} {r:.3f}x (95% CI {low:.3f} to {high:.3f})"
-        if low <= 1.0 <= high:
-            return "inconclusive", f"{said}: the interval contains 1, no difference can be claimed"
-        if self.interval.width_factor > self.max_width_factor:
-            return "inconclusive", (f"{said}: the interval spans a factor {self.interval.width_factor:.2f}, wider "
-                                    f"than the {self.max_width_factor:g} allowed; measure more rounds or quiet the "
-                                    "machine")
-        word = self.lower if high < 1.0 else self.higher
-        return word, f"{said}: {word} with 95% confidence"
-
-    @property
-    def verdict(self) -> str:
-        return self._judge()[0]
-
-    @property
-    def reason(self) -> str:
-        """The verdict in a sentence, with the ratio and its interval."""
-        return self._judge()[1]
-
-    def to_dict(self) -> dict:
-        return {**self.interval.to_dict(), "verdict": self.verdict, "reason": self.reason,
-                "max_width_factor": self.max_width_factor}
 
 
 @dataclass(frozen=True)

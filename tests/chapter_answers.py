@@ -17,6 +17,9 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch02_q3_answer": "item_sync_points = len(sync_points(item_trace))",
         "ch02_q4_answer": 'phase_with_the_gaps = "data"',
         "ch02_q5_answer": 'profile_every_step_is_truer = "false"',
+        "ch02_q6_answer": "widest_real_gap_s = 10.0",  # the readable table shows 10.034 s
+        "ch02_q7_answer": "communication_share = 0.62",  # the breakdown shows 61.6%
+        "ch02_q8_answer": 'convolution_math_mode = "tf32"',
     },
     "03_price_the_result.ipynb": {
         "ch03_q1_answer": 'baseline_cost_per_sample_usd = cost_per_sample["baseline"].geomean',

@@ -52,6 +52,15 @@ DISPLAYED: dict[str, list[Shown]] = {
         Shown("ch02_q3_answer", r"^loss\.item\(\) every step +\S+ +\d+ +(\d+) +\d+ *$", "{0}",
               {"every nested call counted (item, _local_scalar_dense, synchronize)": "3 * {0}",
                "the rows that .head() shows": "5"}),
+        # the readable gaps table: row 0 is "0  <start> s  <duration> s  <before>  <after>"
+        Shown("ch02_q6_answer", r"^0 +([\d.]+) s +([\d.]+) s ", "{1}",
+              {"the gap's start, not its length": "{0}", "in milliseconds": "{1} * 1000",
+               "the second widest gap": 'alex_gaps["duration_us"].iloc[1] / 1e6'}, digits="decimals=1"),
+        Shown("ch02_q7_answer", r"^\d+ +communication +\S+ \S+ +([\d.]+)%", "{0} / 100",
+              {"a percentage": "{0}",
+               "communication with its overlaps": 'rank0_types[rank0_types["kernel_type"].str.contains("communication")]'
+                                                  '["share"].sum()',
+               "the GPU's busy share of the span": "rank0_busy.busy_us / rank0_busy.span_us"}, digits="decimals=2"),
     ],
     "04_memory_budget.ipynb": [
         Shown("ch04_q1_answer", r"largest microbatch that fits: (\d+)", "{0}",
@@ -160,7 +169,7 @@ def test_the_table_covers_every_numeric_checkpoint_and_the_question_states_its_d
         assert f"{row.digits}," in check or f"{row.digits})" in check, f"{row.answer_cell}: check is not {row.digits}"
         kind, n = row.digits.split("=")
         asked = {"significant": f"{n} significant digits", "decimals": "nearest whole number" if n == "0"
-                 else f"{n} decimal places"}[kind]
+                 else f"{n} decimal place"}[kind]  # "1 decimal place", "2 decimal places"
         assert asked in question, f"{row.answer_cell}: the question should ask for the {asked}"
 
 

@@ -78,6 +78,11 @@ def test_profile_to_cost_keys_are_in_the_readme():
     assert set(keys_of(out["top_ops"])) - DOCUMENTED == set()
 
 
+def test_the_tf32_contract_fields_are_in_the_readme():
+    assert {"float32_matmul", "float32_conv"} <= DOCUMENTED
+    assert {"float32_matmul", "float32_conv"} <= set(BenchmarkContract.__dataclass_fields__)
+
+
 def test_the_two_setup_commands_come_first():
     first_block = README.split("```bash", 1)[1].split("```", 1)[0]
     assert re.findall(r"^make (\w+)", first_block, re.M) == ["lab", "test"]

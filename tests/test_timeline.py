@@ -385,7 +385,7 @@ def test_gpu_side_annotations_count_once_and_peak_memory_prefers_cuda(tmp_path):
 def test_analyze_is_plain_json_with_exactly_the_cli_keys(tmp_path):
     result = tl.analyze(ALEXNET, top=3)
     assert set(result) == {"device", "span_ms", "busy_ms", "idle_ms", "gaps", "sync_points", "memcpy", "top_ops",
-                           "peak_memory_bytes", "phases", "steps", "skipped_events"}
+                           "peak_memory_bytes", "phases", "steps", "skipped_events", "idle_breakdown", "kernels"}
     assert result["skipped_events"] == {}  # every complete event of the fixture has a ts and a dur >= 0
     json.dumps(result, allow_nan=False)  # plain types, no NaN
     assert len(result["gaps"]) == 3 and set(result["gaps"][0]) == {"start_ms", "duration_ms", "before", "after"}

@@ -7,6 +7,8 @@ import numpy as np
 import pandas as pd
 
 from .._validate import integer_at_least
+from .idle import idle_breakdown
+from .kernels import kernel_breakdown, kernels_by_name
 from .load import Trace, load_trace
 from .views import (_busy_basis, _measure, _select, _widest, busy_idle, gaps, memcpy_summary, peak_memory_bytes, phases,
                     steps, sync_points, top_ops)
@@ -35,7 +37,9 @@ def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_
     """Every view at once, as plain JSON-ready values in milliseconds, times relative to the trace's first event.
 
     Keys: device, span_ms, busy_ms, idle_ms, gaps, sync_points, memcpy, top_ops, peak_memory_bytes, phases, steps,
-    skipped_events (``Trace.skipped``: the events left out, by reason).
+    skipped_events (``Trace.skipped``: the events left out, by reason), idle_breakdown (``idle_breakdown``'s rows,
+    ``idle_ms``), kernels (``{"by_type": kernel_breakdown rows, "by_name": the top kernels_by_name rows}``, full names,
+    ``total_ms``); the last two are empty lists on a CPU-only trace.
     With nothing to measure busy time from (no kernels; no cpu_ops), span/busy/idle are None and gaps empty.
     Gaps shorter than ``GAP_FLOOR_US`` are left out of the list (they still count as idle time).
     """
@@ -57,7 +61,10 @@ def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_
         top_ops=_ms_records(top_ops(trace, top, **window), origin_us),
         peak_memory_bytes=_plain(peak_memory_bytes(trace, **window)),
         phases={p["name"]: p["total_ms"] for p in _ms_records(phases(trace, **window), origin_us)},
-        steps=len(steps(trace, **window)), skipped_events=dict(trace.skipped))
+        steps=len(steps(trace, **window)), skipped_events=dict(trace.skipped),
+        idle_breakdown=_ms_records(idle_breakdown(trace, **window), origin_us),
+        kernels={"by_type": _ms_records(kernel_breakdown(trace, **window), origin_us),
+                 "by_name": _ms_records(kernels_by_name(trace, top, **window), origin_us)})
     return result
 
 

@@ -1,0 +1,333 @@
+"""Before vs after, per step, with a verdict on each line: ``diff(before, after)``.
+
+Every figure is **milliseconds per step**, so traces of different lengths compare. The steps are the host's
+``ProfilerStep#N`` annotations (a trace without them is refused). On a CUDA trace the GPU may run steps behind the
+host, so its figures follow the work each step launched, not the host's window:
+
+- ``step_time``: the ``ProfilerStep#N`` duration;
+- ``busy``: the busy basis of :func:`~gpucost_lab.timeline.busy_idle` (the union of kernels, copies and memsets on
+  every stream; on a CPU-only trace the main thread's operators) inside the step's window. A CUDA step's window
+  runs from the end of the GPU work launched before it (the first step's: from its host start) to the end of the
+  work it launched, so the windows tile the GPU's time; a CPU step's window is the step itself;
+- ``idle``: window - busy (on a CPU trace: step time - busy);
+- ``phase``: each ``record_function`` label of :func:`~gpucost_lab.timeline.phases`, its time inside the step;
+- ``kernel``: each kernel's time launched by the step (its ``cudaLaunchKernel`` inside the step); on a CPU-only
+  trace ``cpu_op``: each operator's time inside the step. The ``top`` names by the two sides' means added up.
+
+Each side gives **samples** of every figure: one per trace (the trace's mean per step) when it holds two or more
+traces, otherwise one per step of its single trace; rounded to the nanosecond, a Kineto trace's finest tick. A side's
+value is the geometric mean of its samples and the ratio after / before carries a 95% Student-t interval on the log
+scale (:func:`gpucost_lab.stats.ratio_interval`, Welch-Satterthwaite degrees of freedom), so the ratio is exactly
+the after value over the before value. Across traces is the interval to trust: it holds run-to-run spread, which
+the steps of one trace cannot show.
+
+Lower is better for every line (each is a time per step for the same work). The verdict follows
+:class:`gpucost_lab.stats.RatioVerdict`: "better" (interval wholly below 1) or "worse" (wholly above 1) only when
+the interval spans at most ``max_width_factor`` (:data:`gpucost_lab.stats.MAX_WIDTH_FACTOR`); otherwise
+"inconclusive". Where the log scale cannot go, the line has no interval and its values are arithmetic means of
+the samples: with a single sample on a side (one trace of one step), "inconclusive"; with a 0 ms sample (a phase
+or kernel absent from some steps, a step whose GPU never waited), "inconclusive", except that a line at 0 ms in
+every sample of one side and above 0 in every sample of the other (a phase removed, a kernel added) is "better"
+(ratio 0) or "worse" (no finite ratio).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validate import greater_than, integer_at_least
+from ..stats import MAX_WIDTH_FACTOR, Estimate, RatioVerdict, ratio_interval
+from .load import _GPU_WORK, Trace, load_trace
+from .views import _busy_basis, _runs, steps
+
+DIFF_VERDICTS = ("better", "worse", "inconclusive")
+_LABELS = {"step_time": "step time", "busy": "busy", "idle": "idle"}
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a diff: its traces, each one's step count, and what its samples are ("traces" or "steps")."""
+
+    traces: tuple[str, ...]
+    steps: tuple[int, ...]
+
+    @property
+    def interval_across(self) -> str:
+        return "traces" if len(self.traces) >= 2 else "steps"
+
+    @property
+    def n(self) -> int:
+        """Samples per figure: the traces, or the single trace's steps."""
+        return len(self.traces) if len(self.traces) >= 2 else self.steps[0]
+
+    def to_dict(self) -> dict:
+        return {"traces": list(self.traces), "steps": list(self.steps), "interval_across": self.interval_across,
+                "n": self.n}
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    """One figure before and after, in ms per step; ``ratio`` = after / before with its 95% interval (None when
+    there is none), and the verdict ("better", "worse" or "inconclusive"; lower is better)."""
+
+    metric: str  # "step_time", "busy", "idle", "phase", "kernel" or "cpu_op"
+    name: str | None  # the phase's or kernel's name; None for step_time, busy and idle
+    before_ms: float
+    after_ms: float
+    ratio: float | None
+    ci95_low: float | None
+    ci95_high: float | None
+    verdict: str
+    reason: str
+    better_when: str = "lower"
+
+    @property
+    def label(self) -> str:
+        return _LABELS[self.metric] if self.name is None else f"{self.metric} {self.name}"
+
+    def to_dict(self) -> dict:
+        return {"metric": self.metric, "name": self.name, "before_ms": self.before_ms, "after_ms": self.after_ms,
+                "ratio": self.ratio, "ci95_low": self.ci95_low, "ci95_high": self.ci95_high, "verdict": self.verdict,
+                "reason": self.reason, "better_when": self.better_when}
+
+
+@dataclass(frozen=True)
+class TraceDiff:
+    """The result of :func:`diff`: ``lines`` in order step time, busy, idle, phases, top kernels."""
+
+    device: str
+    before: Side
+    after: Side
+    lines: tuple[DiffLine, ...]
+    max_width_factor: float = MAX_WIDTH_FACTOR
+
+    def line(self, metric: str, name: str | None = None) -> DiffLine:
+        """The line of ``metric`` (and ``name`` for a phase or kernel); KeyError when there is none."""
+        for ln in self.lines:
+            if ln.metric == metric and ln.name == name:
+                return ln
+        raise KeyError((metric, name))
+
+    def to_dict(self) -> dict:
+        return {"device": self.device, "before": self.before.to_dict(), "after": self.after.to_dict(),
+                "max_width_factor": self.max_width_factor, "lines": [ln.to_dict() for ln in self.lines]}
+
+    def to_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([ln.to_dict() for ln in self.lines])
+
+    def text(self) -> str:
+        """The diff as a table, one row per line, then the reason of each line without an interval."""
+        def side(name: str, s: Side) -> str:
+            files = ", ".join(f"{_printable(path)} ({_count(n, 'step')})" for path, n in zip(s.traces, s.steps))
+            return f"{name:<6} {files}; interval across {_count(s.n, s.interval_across[:-1])}"
+
+        def num(x: float | None, fmt: str) -> str:
+            return "-" if x is None else format(x, fmt)
+
+        rows = [side("before", self.before), side("after", self.after),
+                f"{self.device} traces; ms per step, ratio after / before with its 95% interval; lower is better "
+                "for every line",
+                f"  {'':<52} {'before':>10} {'after':>10} {'ratio':>7} {'95% CI':>17}  verdict"]
+        for ln in self.lines:
+            ci = "-" if ln.ci95_low is None else f"{ln.ci95_low:.3f} to {ln.ci95_high:.3f}"
+            rows.append(f"  {_printable(ln.label)[:52]:<52} {ln.before_ms:10.3f} {ln.after_ms:10.3f} "
+                        f"{num(ln.ratio, '7.3f'):>7} {ci:>17}  {ln.verdict}")
+        notes = [ln for ln in self.lines if ln.ci95_low is None]
+        if notes:
+            rows.append("without an interval:")
+            rows += [f"  {_printable(ln.reason)}" for ln in notes]
+        return "\n".join(rows)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
+def _printable(text: str) -> str:
+    """Control and other unprintable characters escaped (a name from a trace stays on its line)."""
+    return text if text.isprintable() else "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+# ----------------------------------------------------------------------------------------------- per-step figures
+def _in_windows(ts: np.ndarray, dur: np.ndarray, names: np.ndarray, starts: np.ndarray,
+                ends: np.ndarray) -> pd.DataFrame:
+    """Per step (rows) and name (columns): the microseconds of the events inside each step's window."""
+    end = ts + dur
+    columns = {}
+    for i, (s, e) in enumerate(zip(starts, ends)):
+        inside = np.clip(np.minimum(end, e) - np.maximum(ts, s), 0.0, None)
+        keep = inside > 0
+        columns[i] = pd.Series(inside[keep]).groupby(names[keep]).sum()
+    table = pd.DataFrame(columns).T.reindex(range(len(starts))).fillna(0.0)
+    return table.astype(float)
+
+
+def _busy_in_windows(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Microseconds of the busy basis's union inside each window (0 where it holds nothing)."""
+    basis = _busy_basis(trace, None, None, include_last_step=True, required=False)
+    if basis is None:
+        return np.zeros(len(starts))
+    run_start, run_end = _runs(basis[0])[:2]
+    before = np.r_[0.0, np.cumsum(run_end - run_start)]  # busy time of the runs before run i
+
+    def busy_until(t: np.ndarray) -> np.ndarray:
+        i = np.searchsorted(run_start, t, side="right") - 1  # the last run starting at or before t
+        j = np.maximum(i, 0)
+        return np.where(i >= 0, before[j] + np.clip(np.minimum(t, run_end[j]) - run_start[j], 0.0, None), 0.0)
+
+    return np.clip(busy_until(ends) - busy_until(starts), 0.0, ends - starts)
+
+
+def _launch_steps(ev: pd.DataFrame, work: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Per GPU operation: the step whose host window holds its launch (its correlated runtime call's start, else
+    its own start), -1 when none does."""
+    runtime = ev[(ev["kind"] == "runtime") & ev["correlation"].notna()]
+    launch_us = runtime.drop_duplicates("correlation").set_index("correlation")["ts_us"]
+    launched = work["correlation"].map(launch_us).astype(float).fillna(work["ts_us"]).to_numpy(float)
+    step = np.searchsorted(starts, launched, side="right") - 1
+    inside = (step >= 0) & (launched <= ends[np.maximum(step, 0)])
+    return np.where(inside, step, -1)
+
+
+def _gpu_windows(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each step's window on the GPU: from the end of the GPU work launched before it (the first step: from its host
+    start) to the end of the work it launched (its host end when it launched none), never running backwards."""
+    ev = trace.events
+    work = ev[ev["kind"].isin(_GPU_WORK)]
+    step = _launch_steps(ev, work, starts, ends)
+    end = (work["ts_us"] + work["dur_us"]).to_numpy(float)
+    last = pd.Series(end[step >= 0]).groupby(step[step >= 0]).max().reindex(range(len(starts)))
+    bounds = np.maximum.accumulate(np.r_[starts[0], last.fillna(pd.Series(ends)).to_numpy(float)])
+    return bounds[:-1], bounds[1:]
+
+
+def _per_step(trace: Trace) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """The trace's figures per step, in ms: (step_time/busy/idle table, {"phase": table, kind: table})."""
+    table = steps(trace)
+    if table.empty:
+        raise ValueError(f"{trace.path}: no ProfilerStep#N steps; diff compares time per step: profile a scheduled "
+                         "window (torch.profiler.schedule, or gpucost_lab.profiling.profile_window) so every step "
+                         "is marked")
+    table = table.sort_values("start_us", kind="stable")  # in time order, whatever their numbers
+    starts = table["start_us"].to_numpy(float)
+    ends = starts + table["duration_us"].to_numpy(float)
+    cuda = trace.device == "cuda"
+    lo, hi = _gpu_windows(trace, starts, ends) if cuda else (starts, ends)
+    busy = _busy_in_windows(trace, lo, hi)
+    base = pd.DataFrame({"step_time": ends - starts, "busy": busy, "idle": hi - lo - busy}) / 1e3
+    ev = trace.events
+    phases = ev[(ev["kind"] == "annotation") & (ev["cat"] != "gpu_user_annotation")]
+    named = {"phase": _in_windows(phases["ts_us"].to_numpy(float), phases["dur_us"].to_numpy(float),
+                                  phases["name"].to_numpy(object), starts, ends) / 1e3}
+    if cuda:  # a kernel belongs to the step that launched it: the GPU may run steps behind the host
+        kernels = ev[ev["kind"] == "kernel"]
+        step = _launch_steps(ev, kernels, starts, ends)
+        keep = step >= 0
+        totals = kernels["dur_us"][keep].groupby([step[keep], kernels["name"].to_numpy(object)[keep]]).sum()
+        named["kernel"] = totals.unstack(fill_value=0.0).reindex(range(len(starts)), fill_value=0.0) / 1e3
+    else:
+        ops = ev[ev["kind"] == "cpu_op"]
+        named["cpu_op"] = _in_windows(ops["ts_us"].to_numpy(float), ops["dur_us"].to_numpy(float),
+                                      ops["name"].to_numpy(object), starts, ends) / 1e3
+    return base, named
+
+
+# ----------------------------------------------------------------------------------------------- comparing
+def _samples(per_trace: list[pd.Series]) -> np.ndarray:
+    """A side's samples of one figure: each trace's mean per step (two or more traces), else each step's; rounded
+    to the nanosecond, a Kineto trace's finest tick, so that equal times compare equal."""
+    if len(per_trace) >= 2:
+        values = np.array([float(s.mean()) for s in per_trace])
+    else:
+        values = per_trace[0].to_numpy(float)
+    return np.round(values, 6)
+
+
+def _line(metric: str, name: str | None, before: np.ndarray, after: np.ndarray, sides: tuple[Side, Side],
+          max_width_factor: float) -> DiffLine:
+    subject = _LABELS[metric] if name is None else f"{metric} {name}"
+    across = f"across {sides[0].interval_across} before, {sides[1].interval_across} after"
+    if len(before) >= 2 and len(after) >= 2 and np.all(before > 0) and np.all(after > 0):
+        b, a = Estimate.of(before), Estimate.of(after)
+        verdict = RatioVerdict(ratio_interval(a, b), subject, "better", "worse", max_width_factor)
+        low, high = verdict.interval.ci95_low, verdict.interval.ci95_high
+        return DiffLine(metric, name, b.geomean, a.geomean, verdict.ratio, low, high, verdict.verdict,
+                        f"{verdict.reason} (lower is better; {across})")
+    b, a = float(np.mean(before)), float(np.mean(after))
+    said = f"{subject}: mean per step {b:.3f} ms before, {a:.3f} ms after"
+    if len(before) < 2 or len(after) < 2:
+        which = " and ".join(w for w, x in (("before", before), ("after", after)) if len(x) < 2)
+        return DiffLine(metric, name, b, a, a / b if a > 0 and b > 0 else None, None, None, "inconclusive",
+                        f"{said}: {which} {'have' if ' and ' in which else 'has'} a single value (1 trace of 1 "
+                        "step), too little data for an interval")
+    gone, new = np.all(after == 0) and np.all(before > 0), np.all(before == 0) and np.all(after > 0)
+    if gone or new:  # an exact 0 over (or under) a positive estimate: the ratio is 0 (infinite) for any value of it
+        word, which = ("better", "after") if gone else ("worse", "before")
+        return DiffLine(metric, name, b, a, 0.0 if gone else None, 0.0 if gone else None, 0.0 if gone else None,
+                        word, f"{said}: 0 ms {which} in every sample and above 0 in every other one: {word} "
+                              f"(lower is better; {across})")
+    zero = " and ".join(w for w, x in (("before", before), ("after", after)) if not np.all(x > 0))
+    return DiffLine(metric, name, b, a, a / b if a > 0 and b > 0 else None, None, None, "inconclusive",
+                    f"{said}: {zero} {'have' if ' and ' in zero else 'has'} 0 ms samples, which the log scale cannot "
+                    f"hold, so no 95% interval")
+
+
+def _side(name: str, value) -> list:
+    """``value`` (one path or Trace, or several) as a non-empty list."""
+    items = [value] if isinstance(value, (str, os.PathLike, Trace)) else value
+    try:
+        items = list(items)
+    except TypeError:
+        raise ValueError(f"{name} must be a trace path or Trace, or a list of them, got {value!r}") from None
+    if not items:
+        raise ValueError(f"{name} must hold at least one trace, got none")
+    for item in items:
+        if not isinstance(item, (str, os.PathLike, Trace)):
+            raise ValueError(f"{name} must hold trace paths or Trace objects, got {item!r}")
+    return items
+
+
+def diff(before, after, *, top: int = 5, max_width_factor: float = MAX_WIDTH_FACTOR) -> TraceDiff:
+    """Compare the ``after`` traces with the ``before`` traces per step (see the module doc).
+
+    ``before`` and ``after`` are each a path, a :class:`Trace`, or a list of them (the same program's repeated
+    runs). ``top``: how many kernels (cpu_ops on CPU-only traces) to list. Raises ValueError naming the file for an
+    unreadable trace or one without ``ProfilerStep#N`` steps, and when CPU-only and CUDA traces are mixed.
+    """
+    top = integer_at_least("top", top, 1)
+    max_width_factor = greater_than("max_width_factor", max_width_factor, 1.0)
+    given = {"before": _side("before", before), "after": _side("after", after)}  # both checked before any load
+    loaded = {which: [t if isinstance(t, Trace) else load_trace(t) for t in items] for which, items in given.items()}
+    device = loaded["before"][0].device
+    for trace in loaded["before"] + loaded["after"]:
+        if trace.device != device:
+            raise ValueError(f"{trace.path}: a {trace.device} trace, but {loaded['before'][0].path} is a {device} "
+                             "trace; diff compares traces of one kind")
+    figures = {which: [_per_step(t) for t in traces] for which, traces in loaded.items()}
+    sides = tuple(Side(tuple(t.path for t in loaded[w]), tuple(len(f[0]) for f in figures[w]))
+                  for w in ("before", "after"))
+    lines = [_line(metric, None, _samples([f[0][metric] for f in figures["before"]]),
+                   _samples([f[0][metric] for f in figures["after"]]), sides, max_width_factor)
+             for metric in ("step_time", "busy", "idle")]
+    kind = "kernel" if device == "cuda" else "cpu_op"
+    for key in ("phase", kind):
+        per = {w: [f[1][key] for f in figures[w]] for w in ("before", "after")}
+        names = set().union(*(t.columns for tables in per.values() for t in tables))
+        mean = {n: sum(float(np.mean(_samples([t.get(n, _zeros(t)) for t in per[w]]))) for w in per)
+                for n in names}
+        ranked = sorted(names, key=lambda n: (-mean[n], n))
+        for n in ranked if key == "phase" else ranked[:top]:
+            lines.append(_line(key, n, *(_samples([t.get(n, _zeros(t)) for t in per[w]]) for w in per),
+                               sides, max_width_factor))
+    return TraceDiff(device, sides[0], sides[1], tuple(lines), max_width_factor)
+
+
+def _zeros(table: pd.DataFrame) -> pd.Series:
+    return pd.Series(0.0, index=table.index)
+
+
+__all__ = ["DIFF_VERDICTS", "DiffLine", "Side", "TraceDiff", "diff"]
