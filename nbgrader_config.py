@@ -25,7 +25,8 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(ROOT, "gradebook.db")
 # Autograding: the learner's cells run in a sandboxed kernel (bubblewrap: no course folder, no gradebook, no
 # network), and every test cell runs in nbgrader's own process on the learner's answers read back as plain data,
 # so code in an answer cannot change a score (gpucost_lab.grading.execute). Each cell may run 30 s; a cell that
-# runs longer (an infinite loop) is interrupted and fails, and the rest of the notebook is still graded.
+# runs longer (an infinite loop) is interrupted and fails; the later cells still run and are graded, unless the
+# kernel no longer answers (code that broke it), and then every test is graded on the answers given before.
 from gpucost_lab.grading.autograde import autograde_steps  # noqa: E402
 
 autograde_steps(c)

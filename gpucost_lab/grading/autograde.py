@@ -102,7 +102,12 @@ def _config(course: Path, timeout_s: int):
 
 
 def autograde_steps(c) -> None:
-    """nbgrader's autograde steps with ``Execute`` replaced by the sandboxed one (also used by nbgrader_config.py)."""
+    """nbgrader's autograde steps with ``Execute`` replaced by the sandboxed one and ``DeduplicateIds`` by one that
+    keeps a copied cell from stopping the grading (also used by nbgrader_config.py)."""
+    c.Autograde.sanitize_preprocessors = [
+        "nbgrader.preprocessors.ClearOutput", "gpucost_lab.grading.execute.DropDuplicateIds",
+        "nbgrader.preprocessors.OverwriteKernelspec", "nbgrader.preprocessors.OverwriteCells",
+        "nbgrader.preprocessors.CheckCellMetadata"]
     c.Autograde.autograde_preprocessors = [
         "gpucost_lab.grading.execute.SandboxedExecute", "nbgrader.preprocessors.IgnorePattern",
         "nbconvert.preprocessors.ClearMetadataPreprocessor", "nbgrader.preprocessors.LimitOutput",

@@ -219,6 +219,26 @@ class Checks:
         return f"{where} raised {type(err).__name__}" + (f": {said}" if said and line not in hidden else "")
 
 
+class DropDuplicateIds(NbGraderPreprocessor):
+    """nbgrader's ``DeduplicateIds``, made safe: a cell copied in JupyterLab keeps its nbgrader metadata, so two
+    cells carry one grade id. The first keeps it; the copy loses its nbgrader metadata altogether (nbgrader's own
+    step leaves ``nbgrader: {}``, on which ``OverwriteCells`` with ``add_missing_cells`` fails and the submission
+    is not graded)."""
+
+    def preprocess(self, nb, resources):
+        seen = set()
+        for cell in nb.cells:
+            grade_id = _meta(cell).get("grade_id")
+            if "nbgrader" in cell.get("metadata", {}) and (not grade_id or grade_id in seen):
+                if grade_id:
+                    self.log.warning("cell %s appears more than once: the first is graded, the copy is ignored",
+                                     grade_id)
+                del cell.metadata["nbgrader"]
+            elif grade_id:
+                seen.add(grade_id)
+        return nb, resources
+
+
 class SandboxedExecute(NbGraderPreprocessor):
     """nbgrader's ``Execute`` step as the module docstring describes (``c.Autograde.autograde_preprocessors``)."""
 

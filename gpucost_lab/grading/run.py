@@ -19,6 +19,7 @@ from .execute import MAX_CELLS, Checks, LearnerError, _copy_submission, _error, 
 
 KERNEL_NAME = "gpucost-sandbox"
 _ANSWERS = "__import__('gpucost_lab.grading.answers', fromlist=['dumps'])"
+_TIMEOUT_MARK = "gpucost_cell_timeout"  # in the execute reply nbclient makes up when a cell reaches its time limit
 
 
 class _Kernel:
@@ -26,23 +27,46 @@ class _Kernel:
 
     def __init__(self, client, timeout_s: int):
         self.client, self.timeout_s, self.dead = client, timeout_s, False
+        self.stopped = "the kernel had stopped"  # why a dead kernel gives no answers, as the tests' messages say
 
-    def _evaluate(self, expression: str) -> tuple[str | None, str]:
-        """(JSON text, "") or (None, why) for one expression evaluated in the learner's namespace."""
+    def warm_up(self, wait_s: float) -> bool:
+        """Load the answer module in the kernel, before the learner's first cell, allowing ``wait_s``.
+
+        It imports the gpucost_lab package (seconds, more on a busy machine): left to the first answer fetched, that
+        import would count against the per-cell limit, and an honest learner could lose every point to a slow
+        machine. Whether the kernel answered."""
+        self._evaluate(f"{_ANSWERS}.__name__", wait_s)
+        return not self.dead
+
+    def probe(self, wait_s: float) -> bool:
+        """Whether the kernel still answers (a trivial request, within ``wait_s``); if not, it is marked dead.
+
+        Asked after a cell reached its time limit: code that breaks the kernel itself (a builtin replaced, say)
+        leaves it unable to reply to anything, and the later cells are then not sent to it."""
+        self._evaluate("'ok'", wait_s)
+        if self.dead:
+            self.stopped = (f"the kernel had stopped answering: no reply within {wait_s:g} s after a cell reached "
+                            f"the time limit, so the cells after it were not run")
+        return not self.dead
+
+    def _evaluate(self, expression: str, wait_s: float | None = None) -> tuple[str | None, str]:
+        """(JSON text, "") or (None, why) for one expression evaluated in the learner's namespace, waiting at most
+        ``wait_s`` (default: the per-cell limit) for the reply."""
         from jupyter_core.utils import run_sync
 
         if self.dead:
-            return None, "the kernel had stopped"
+            return None, self.stopped
+        wait_s = self.timeout_s if wait_s is None else wait_s
 
         async def ask():
             kc = self.client.kc
             msg_id = kc.execute("", silent=True, store_history=False, user_expressions={"a": expression})
-            deadline = time.monotonic() + self.timeout_s
+            deadline = time.monotonic() + wait_s
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not await self.client.km.is_alive():
                     self.dead = True  # a kernel that stops answering is not asked again
-                    return None, f"the kernel did not answer within {self.timeout_s} s"
+                    return None, f"the kernel did not answer within {wait_s:g} s"
                 try:
                     msg = await kc.get_shell_msg(timeout=min(remaining, 1.0))
                 except queue.Empty:
@@ -159,8 +183,23 @@ def _run_cells(nb, client, kernel: "_Kernel", checks: Checks, deadline: float, t
                log) -> None:
     from nbclient.exceptions import DeadKernelError
 
+    # At a cell's time limit nbclient interrupts the kernel and, by default, then waits for its reply with no end:
+    # a kernel the learner's code broke (a builtin replaced, say) never sends one. With ``error_on_timeout`` it
+    # stops waiting at the interrupt, the hook notes which cell that was, and a probe then decides whether the
+    # kernel still answers at all.
+    client.error_on_timeout = {"ename": "CellTimeoutError", "evalue": f"still running after {timeout_s} s",
+                               "traceback": [], _TIMEOUT_MARK: True}
+    timed_out: set[int] = set()
+
+    def on_cell_executed(cell, cell_index, execute_reply):
+        if (execute_reply or {}).get("content", {}).get(_TIMEOUT_MARK):
+            timed_out.add(cell_index)
+
+    client.on_cell_executed = on_cell_executed
     code_cells = 0
     with client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
+        if not kernel.warm_up(max(timeout_s, client.startup_timeout)):  # as long as the kernel may take to start
+            log.warning("the kernel did not load the grader's answer module: %s", kernel.stopped)
         for index, cell in enumerate(nb.cells):
             if cell.get("cell_type") != "code":
                 continue
@@ -178,19 +217,21 @@ def _run_cells(nb, client, kernel: "_Kernel", checks: Checks, deadline: float, t
             if late or kernel.dead or code_cells > MAX_CELLS:
                 cell.outputs = [new_output("stream", name="stdout", text="[not run when graded]\n")]
                 continue
-            started = time.monotonic()
             try:
                 client.execute_cell(cell, index)
             except DeadKernelError:
                 kernel.dead = True
-            cell.outputs = _timed_out(_truncate(cell.get("outputs", [])), time.monotonic() - started, timeout_s)
+            cell.outputs = _timed_out(_truncate(cell.get("outputs", [])), index in timed_out, timeout_s)
+            if index in timed_out and not kernel.dead and not kernel.probe(timeout_s):
+                log.warning("the kernel stopped answering after cell %d reached the time limit", index)
 
 
-def _timed_out(outputs: list, elapsed_s: float, timeout_s: int) -> list:
-    """An interrupt at the time limit reads as the time limit, not as the learner's Ctrl-C."""
-    if elapsed_s < timeout_s:
+def _timed_out(outputs: list, timed_out: bool, timeout_s: int) -> list:
+    """A cell stopped at the time limit ends with one CellTimeoutError, which replaces the interrupt's
+    KeyboardInterrupt (not the learner's Ctrl-C) and is there even when the kernel sent no error at all."""
+    if not timed_out:
         return outputs
-    return [new_output("error", ename="CellTimeoutError", evalue=f"still running after {timeout_s} s",
+    error = new_output("error", ename="CellTimeoutError", evalue=f"still running after {timeout_s} s",
                        traceback=[f"CellTimeoutError: still running after {timeout_s} s, so it was interrupted"])
-            if out.get("output_type") == "error" and out.get("ename") == "KeyboardInterrupt" else out
-            for out in outputs]
+    return [out for out in outputs
+            if not (out.get("output_type") == "error" and out.get("ename") == "KeyboardInterrupt")] + [error]
