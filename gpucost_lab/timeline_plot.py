@@ -83,3 +83,30 @@ def plot_timeline(trace: Trace, *, start_ms: float | None = None, end_ms: float 
               fontsize=8, frameon=False)
     ax.set_title(f"{Path(trace.path).name}: {trace.device} timeline")
     return ax.figure
+
+
+def plot_memory(trace: Trace, device_type: int | None = 0, ax=None):
+    """The allocator's running total over the trace (MB against ms from its first event), each outermost
+    ``record_function`` phase shaded and named; :func:`gpucost_lab.timeline.allocations.allocations_by_phase`
+    is the same story as a table."""
+    import matplotlib.pyplot as plt
+
+    from .timeline import memory_over_time
+    from .timeline.allocations import allocations_by_phase
+
+    phases = allocations_by_phase(trace, device_type)
+    mem = memory_over_time(trace, device_type)
+    t0_us = float(trace.events["ts_us"].min())
+    if ax is None:
+        _, ax = plt.subplots(figsize=(9, 3.5))
+    ax.step((mem["ts_us"] - t0_us) / 1e3, mem["total_allocated_bytes"] / 1e6, where="post", color="tab:blue",
+            label="allocated")
+    colours = ["tab:green", "tab:orange", "tab:purple", "tab:grey"]
+    for i, row in enumerate(phases.itertuples(index=False)):
+        start, end = row.start_us / 1e3, (row.start_us + row.duration_us) / 1e3
+        ax.axvspan(start, end, color=colours[i % len(colours)], alpha=0.15)
+        ax.text((start + end) / 2, ax.get_ylim()[1] * 0.95, row.phase, ha="center", va="top", fontsize=9)
+    ax.set_xlabel("ms from the trace's first event")
+    ax.set_ylabel("allocated (MB)")
+    ax.set_title("Allocator over one step")
+    return ax

@@ -507,3 +507,21 @@ def test_the_alexnet_trace_s_warm_up_forward_against_its_measured_one():
     outer = forwards.groupby(forwards["name"].str.contains("warmup"))["duration_us"].max()
     inner = forwards.groupby(forwards["name"].str.contains("warmup"))["duration_us"].min()
     assert (outer[True], inner[False]) == (12_757_093.0, 36_356.0)
+
+
+def test_allocations_by_phase_by_hand(tmp_path):
+    from gpucost_lab.timeline.allocations import allocations_by_phase
+
+    def mem(ts, total):
+        return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts,
+                "args": {"Total Allocated": total, "Total Reserved": 0, "Bytes": 0, "Device Type": 0}}
+
+    # forward [100, 200]: +40 then +60; backward [200, 400]: peak 150 then down to 30; optimizer [400, 450]: none
+    events = [X("user_annotation", "forward", 100, 100), X("user_annotation", "backward", 200, 200),
+              X("user_annotation", "inner", 210, 10), X("user_annotation", "optimizer", 400, 50),
+              mem(120, 40), mem(150, 100), mem(250, 150), mem(300, 30)]
+    table = allocations_by_phase(tl.load_trace(write_trace(tmp_path / "t.json", events)))
+    assert table["phase"].tolist() == ["forward", "backward", "optimizer"]  # "inner" is nested: not a phase
+    assert table[["at_start_bytes", "peak_bytes", "at_end_bytes", "change_bytes"]].values.tolist() == [
+        [0, 100, 100, 100], [100, 150, 30, -70], [30, 30, 30, 0]]
+    assert table["start_us"].tolist() == [0.0, 100.0, 300.0]  # from the first event, the forward label at 100
