@@ -17,7 +17,22 @@ Target: ledger within 10% of the independent figure for each model. Also reporte
 weights-only estimate (parameters + grads + two AdamW moments) against the measured training total
 (4x parameters + measured activations at the batch): how far the weights-only figure undershoots.
 
-    .venv/bin/python benchmarks/ledger_accuracy.py [--batch 64]
+Peaks (``peak_results``): the ledger's peak, ``MemoryLedger.peak_gb`` (static + activations at the microbatch, or
+with full recomputation what (blocks - 1) blocks keep + one recomputed block) against the peak of a whole training
+step measured by the profiler, for two stacks of 8 equal blocks: 8 ``nn.TransformerEncoderLayer`` (d_model 128, 4
+heads, feed-forward 512, dropout 0, sequence 64) and 8 feed-forward blocks (Linear 256-1024, ReLU, Linear
+1024-256). Each is trained as one microbatch per optimizer step and with gradient accumulation (4 microbatches,
+each cloned from the data as a loader would hand it over, loss / 4), without and with full recomputation
+(``torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)`` around every block), AdamW, float32,
+``zero_grad()`` (gradients freed between steps). Ledger inputs from ``measure_model_memory`` on the plain model at
+the microbatch: static bytes, activation bytes per sample, blocks = 8, and the kept share = a block's input bytes /
+a block's activation bytes. Measured: the model, optimizer, one warm-up step and the measured step all run inside
+the profiler; the peak of the allocator's running total during the measured step, over the total before the model
+was built. The residual is also given in blocks' activations (measured - ledger, over one block's activations).
+Target: within 10%. With ``--device cuda`` (``benchmarks/gpu_check.sh``) only the peaks run, on the GPU, measured
+with ``torch.cuda.max_memory_allocated`` over the memory allocated before the model was built.
+
+    .venv/bin/python benchmarks/ledger_accuracy.py [--batch 64] [--no-peaks] [--device cuda]
 
 Prints one JSON line; exit 0 even when short.
 """
@@ -26,13 +41,16 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import os
 import platform
 import tempfile
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
+from gpucost_lab.memory import MemoryLedger
 from gpucost_lab.model_memory import measure_model_memory
 
 
@@ -114,12 +132,121 @@ def profiled_activation_bytes(model: nn.Module, source: torch.Tensor) -> tuple[i
     return held, peak, caller_bytes
 
 
+def _transformer_stack() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(*[nn.TransformerEncoderLayer(128, 4, 512, dropout=0.0, batch_first=True) for _ in range(8)])
+
+
+def _feed_forward_stack() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(*[nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 256)) for _ in range(8)])
+
+
+# name: (model factory, sample shape, microbatches)
+STACKS = {"transformer x8": (_transformer_stack, (64, 128), (16, 48)),
+          "feed-forward x8": (_feed_forward_stack, (256,), (512, 2048))}
+PEAK_CASES = ((1, False), (4, False), (1, True), (4, True))  # (accumulation steps, full recomputation)
+
+
+def _train_step(model: nn.Module, opt: torch.optim.Optimizer, source: torch.Tensor, microbatch: int, k: int,
+                recompute: bool) -> None:
+    opt.zero_grad()
+    for i in range(k):
+        x = source[i * microbatch:(i + 1) * microbatch].clone()  # one microbatch, as a loader hands it over
+        if recompute:
+            for block in model:
+                x = checkpoint(block, x, use_reentrant=False)
+        else:
+            x = model(x)
+        loss = _loss(x) / k
+        del x
+        loss.backward()
+        del loss
+    opt.step()
+
+
+def profiled_step_peak(make_model, source: torch.Tensor, microbatch: int, k: int, recompute: bool) -> int:
+    """Peak bytes of one training step (after a warm-up step), everything allocated inside the profiler."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        model = make_model().train()
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+        _train_step(model, opt, source, microbatch, k, recompute)  # gradients and optimizer state exist after it
+        with record_function("BEGIN"):
+            pass
+        _train_step(model, opt, source, microbatch, k, recompute)
+        with record_function("END"):
+            pass
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    finally:
+        os.unlink(path)
+    marks = {e["name"]: e["ts"] for e in events if e.get("name") in ("BEGIN", "END")}
+    mem = sorted((e for e in events if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == 0),
+                 key=lambda e: e["ts"])
+    # the running total carries over from earlier profiling sessions: start from the total before the first event
+    base = mem[0]["args"]["Total Allocated"] - mem[0]["args"]["Bytes"]
+    return max(e["args"]["Total Allocated"] for e in mem if marks["BEGIN"] <= e["ts"] <= marks["END"]) - base
+
+
+def cuda_step_peak(make_model, source: torch.Tensor, microbatch: int, k: int, recompute: bool) -> int:
+    """Peak bytes of one training step (after a warm-up step) on CUDA: ``torch.cuda.max_memory_allocated`` over the
+    memory allocated before the model was built."""
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    model = make_model().to(source.device).train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    _train_step(model, opt, source, microbatch, k, recompute)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    _train_step(model, opt, source, microbatch, k, recompute)
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - before
+    del model, opt
+    torch.cuda.empty_cache()
+    return peak
+
+
+def peak_rows(device: str = "cpu") -> list[dict]:
+    rows = []
+    step_peak = cuda_step_peak if device == "cuda" else profiled_step_peak
+    for name, (make_model, shape, batches) in STACKS.items():
+        for microbatch in batches:
+            source = torch.randn(4 * microbatch, *shape, generator=torch.Generator().manual_seed(1)).to(device)
+            mm = measure_model_memory(make_model().to(device), (source[:microbatch].clone(),), loss_fn=_loss)
+            blocks = len(make_model())
+            block_gb = mm.activation_bytes_per_sample / blocks / 1e9  # one block's activations per sample
+            keep = math.prod(shape) * 4 / 1e9 / block_gb  # a block's input over its activations
+            ledger = MemoryLedger(static_gb=mm.static_bytes / 1e9,
+                                  activation_gb_per_sample=mm.activation_bytes_per_sample / 1e9,
+                                  device_gb=1000.0, blocks=blocks, checkpoint_keep_fraction=keep)
+            for k, recompute in PEAK_CASES:
+                measured = step_peak(make_model, source, microbatch, k, recompute)
+                predicted = ledger.peak_gb(microbatch, recompute="full" if recompute else "none") * 1e9
+                rows.append({"model": name, "device": device, "microbatch": microbatch, "accumulation_steps": k,
+                             "global_batch": microbatch * k, "recompute": "full" if recompute else "none",
+                             "static_bytes": mm.static_bytes, "kept_share": keep,
+                             "ledger_peak_bytes": predicted, "measured_peak_bytes": measured,
+                             "ledger_over_measured": predicted / measured,
+                             "within_10pct": abs(predicted / measured - 1) <= 0.10,
+                             "residual_blocks": (measured - predicted) / (block_gb * 1e9 * microbatch)})
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--no-peaks", action="store_true", help="skip the whole-step peak comparison")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="cuda: only the peaks, measured with torch.cuda.max_memory_allocated")
     args = parser.parse_args()
     rows = []
-    for name, (model, shape) in models().items():
+    for name, (model, shape) in (models().items() if args.device == "cpu" else ()):
         g = torch.Generator().manual_seed(1)
         source = torch.randn(args.batch, *shape, generator=g)
         ledger = measure_model_memory(model, (source.clone(),), loss_fn=_loss)
@@ -139,11 +266,14 @@ def main() -> None:
             "four_x_parameters_bytes": four_x, "measured_training_total_bytes": total,
             "four_x_over_measured_total": four_x / total,
         })
+    peaks = [] if args.no_peaks else peak_rows(args.device)
     print(json.dumps({
-        "benchmark": "ledger_accuracy", "cpu_model": _cpu_model(), "cpu_cores": os.cpu_count(),
-        "python": platform.python_version(), "torch": torch.__version__, "results": rows,
-        "targets": {"activation_bytes_per_sample": "ledger within 10% of the profiler-measured figure"},
-        "verdict": "pass" if all(r["within_10pct"] for r in rows) else "short"}))
+        "benchmark": "ledger_accuracy", "device": args.device,
+        "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None, "cpu_model": _cpu_model(), "cpu_cores": os.cpu_count(),
+        "python": platform.python_version(), "torch": torch.__version__, "results": rows, "peak_results": peaks,
+        "targets": {"activation_bytes_per_sample": "ledger within 10% of the profiler-measured figure",
+                    "peak": "ledger's whole-step peak within 10% of the profiler-measured peak"},
+        "verdict": "pass" if all(r["within_10pct"] for r in rows + peaks) else "short"}))
 
 
 def _cpu_model() -> str:

@@ -21,7 +21,7 @@ from . import cost, profile_to_cost, simulate, timeline  # noqa: E402  (after th
 from . import grading  # noqa: E402
 from ._validate import output_file  # noqa: E402
 from .device import DEVICE_CHOICES  # noqa: E402
-from .memory import MemoryLedger  # noqa: E402
+from . import cli_memory  # noqa: E402
 from .plan import CANDIDATES  # noqa: E402
 from .simulate import SCENARIOS, SimConfig  # noqa: E402
 from .timeline.text import render_analysis  # noqa: E402
@@ -48,13 +48,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="gpucost-lab", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    ledger = sub.add_parser("ledger", help="training-memory budget at one microbatch size")
-    ledger.add_argument("--microbatch", type=int, required=True)
-    ledger.add_argument("--static-gb", type=float, default=3.2, help="weights + gradients + optimizer state (GB)")
-    ledger.add_argument("--activation-gb-per-sample", type=float, default=0.34)
-    ledger.add_argument("--device-gb", type=float, default=24.0)
-    ledger.add_argument("--reserve", type=float, default=0.10, help="fraction of device memory kept free, in [0, 1)")
-    ledger.add_argument("--blocks", type=int, default=10)
+    ledger, fix_oom = cli_memory.add_parsers(sub)  # ledger, fix-oom
 
     predict = sub.add_parser("predict", help="is +X%% throughput with +Y%% steps to target cheaper?")
     predict.add_argument("--throughput-gain", type=float, required=True, help="0.20 for +20%% samples/s")
@@ -96,7 +90,7 @@ def _build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--registry", help="a release registry (JSON) to record the decision in and fall back to")
     plan.add_argument("--report", help="write the throughput/cost report here (.md or .html)")
 
-    for p in (ledger, predict, ptc, analyze, tdiff, sim, plan):
+    for p in (ledger, fix_oom, predict, ptc, analyze, tdiff, sim, plan):
         p.add_argument("--json", action="store_true", help="print one JSON object")
     _add_grading_parsers(sub)
     return parser
@@ -123,18 +117,6 @@ def _add_grading_parsers(sub) -> None:
     check.add_argument("--self-study", action="store_true", help="run the lab with the self-study numbers")
     for p in (grade, check):
         p.add_argument("--json", action="store_true", help="print one JSON object")
-
-
-def _ledger(args: argparse.Namespace) -> tuple[dict, str]:
-    ledger = MemoryLedger(static_gb=args.static_gb, activation_gb_per_sample=args.activation_gb_per_sample,
-                          device_gb=args.device_gb, reserve_fraction=args.reserve, blocks=args.blocks)
-    result = ledger.at(args.microbatch)
-    out = result.to_dict()
-    lines = [f"microbatch {result.microbatch}: peak {result.peak_gb:.2f} GB of a {result.budget_gb:.2f} GB budget -> "
-             f"{'fits' if result.fits else 'does NOT fit'} (headroom {result.headroom_gb:.2f} GB); "
-             f"largest microbatch that fits: {result.max_microbatch}",
-             result.table().to_string(index=False, float_format=lambda x: f"{x:.3f}")]
-    return out, "\n".join(lines)
 
 
 def _predict(args: argparse.Namespace) -> tuple[dict, str]:
@@ -179,6 +161,7 @@ _FLAGS = {"microbatch": "--microbatch", "static_gb": "--static-gb", "activation_
           "window_hours": "--window-hours", "repeats": "--repeats", "rounds": "--rounds", "device": "--device", "top": "--top",
           "scenario": "--scenario", "candidate": "--candidate", "registry": "--registry", "report": "--report", **{name: "--" + name.replace("_", "-") for name in SimConfig.__dataclass_fields__}}
 _FLAGS["output"] = "--output"  # simulate -o
+_FLAGS.update(cli_memory.FLAGS)  # ledger, fix-oom
 
 
 @contextlib.contextmanager
@@ -275,7 +258,7 @@ def _plan(args: argparse.Namespace) -> tuple[dict, str]:
 # the inputs named inside a message: a snake_case word (never English) or any input given as "name=value"
 _FIELD = re.compile(r"\b(?:" + "|".join(re.escape(k) for k in _FLAGS if "_" in k) + r")\b|\b(?:"
                     + "|".join(re.escape(k) for k in _FLAGS) + r")(?==)")
-_COMMANDS = {"ledger": _ledger, "predict": _predict, "profile-to-cost": _profile_to_cost, "analyze": _analyze,
+_COMMANDS = {"ledger": cli_memory.ledger_command, "fix-oom": cli_memory.fix_oom_command, "predict": _predict, "profile-to-cost": _profile_to_cost, "analyze": _analyze,
              "diff": _diff, "simulate": _simulate, "plan": _plan, "grade": _grade, "self-check": _self_check}
 
 

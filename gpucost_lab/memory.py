@@ -12,15 +12,28 @@ recomputes one block at a time. The peak is reached while recomputing the last b
 ``(blocks - 1)`` kept inputs plus one whole block's activations, i.e.
 ``activations per block x ((blocks - 1) x keep + 1)``. The price is a second forward pass per step
 (:data:`RECOMPUTE_STEP_TIME_FACTOR`).
+
+The other knobs, each with its stated figures and sources in :mod:`gpucost_lab.memory_model`: ``precision``
+(``fp32``, ``bf16-mixed``, ``fp16-mixed``; :meth:`MemoryLedger.with_precision` converts the activations, and
+:meth:`MemoryLedger.from_parameters` counts static memory from a parameter count and an optimizer), the
+recomputation mode (``recompute="none" | "selective" | "full"``; ``checkpointing=True`` is ``"full"``), and
+gradient accumulation (``accumulation_steps``: memory follows the microbatch, the global batch is microbatch x
+steps, and each optimizer step takes ``1 + (K - 1) x microbatch_overhead_fraction`` of one batch's time).
+:func:`plan_fixes` (in :mod:`gpucost_lab.memory_fixes`) lists the fixes for a global batch that does not fit.
+With these knobs at their defaults the ledger is the simplified budget above, unchanged.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import pandas as pd
 
 from ._validate import FLOAT_MAX, fraction, integer_at_least, non_negative, positive, too_large
+from .memory_model import (MICROBATCH_OVERHEAD_FRACTION, RECOMPUTE_STEP_TIME_FACTOR, SELECTIVE_EXTRA_COMPUTE,
+                           SELECTIVE_SAVING_FRACTION, accumulation_step_time_factor, activation_scale,
+                           check_precision, check_recompute, keep_fraction, microbatches, recompute_step_time_factor,
+                           static_memory)
 
 _TOLERANCE_GB = 1e-9  # one byte: absorbs float rounding at the exact budget edge
 # The ledger prints a row per block: real models have at most a few hundred blocks (layers), and 1,000 rows are
@@ -30,10 +43,10 @@ MAX_BLOCKS = 1000
 # (the fit test settles the exact count in a step or two).
 MAX_MICROBATCH = 10**12
 
-# Assumption (stated, not measured): recomputing the forward pass adds about one forward to every
-# step, and a forward is about 1/3 of a forward+backward step's FLOPs (backward ~ 2 x forward), so a
-# checkpointed step takes (1 + 1/3) = 4/3 of the time of the step without checkpointing.
-RECOMPUTE_STEP_TIME_FACTOR = 4.0 / 3.0
+# RECOMPUTE_STEP_TIME_FACTOR (from memory_model, re-exported here for the widget and chapter 04), an assumption
+# stated, not measured: recomputing the forward pass adds about one forward to every step, and a forward is about
+# 1/3 of a forward+backward step's FLOPs (backward ~ 2 x forward), so a checkpointed step takes (1 + 1/3) = 4/3 of
+# the time of the step without checkpointing.
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,12 @@ class LedgerResult:
     recompute_step_time_factor: float = 1.0  # step time relative to no checkpointing
     recompute: LedgerBlock | None = None  # backward's peak row: recomputing the last block
     checkpointing_saves_gb: float = 0.0  # peak without checkpointing - this peak
+    # the other knobs (module doc); the defaults describe the simplified ledger
+    recomputation: str = "none"  # "none", "selective" or "full" (checkpointing is "full")
+    precision: str = "fp32"
+    accumulation_steps: int = 1
+    global_batch: int = 0  # samples per optimizer step: microbatch x accumulation_steps unless given
+    step_time_factor: float = 1.0  # optimizer-step time over one batch of the global batch without recomputation
 
     @property
     def rows(self) -> tuple[LedgerBlock, ...]:
@@ -76,19 +95,19 @@ class LedgerResult:
     def table(self) -> pd.DataFrame:
         """The per-block rows as a DataFrame (the nonvisual view of the slider).
 
-        With checkpointing a ``phase`` column tells the forward rows from the backward recompute row.
+        With recomputation a ``phase`` column tells the forward rows from the backward recompute row.
         """
-        if not self.checkpointing:
+        if self.recompute is None:
             return pd.DataFrame([asdict(b) for b in self.blocks])
         phases = ["forward"] * len(self.blocks) + ["backward recompute"] * (self.recompute is not None)
         return pd.DataFrame([{**asdict(b), "phase": p} for b, p in zip(self.rows, phases)])
 
     def to_dict(self) -> dict:
-        """JSON-ready dict with the CLI's keys (the checkpointing keys only when checkpointing)."""
+        """JSON-ready dict with the CLI's keys (the recomputation keys only with recomputation)."""
         d = asdict(self)
         d["blocks"] = [asdict(b) for b in self.blocks]
-        if self.checkpointing:
-            d["recompute"] = asdict(self.recompute) if self.recompute is not None else None
+        if self.recompute is not None:
+            d["recompute"] = asdict(self.recompute)
         else:
             for key in ("checkpointing", "recompute_step_time_factor", "recompute", "checkpointing_saves_gb"):
                 del d[key]
@@ -110,6 +129,13 @@ class MemoryLedger:
     blocks: int = 10  # equal-sized blocks the activations accumulate over
     # with checkpointing: a block's input as a fraction of the activations the block saves, in (0, 1]
     checkpoint_keep_fraction: float = 0.1
+    # the precision activation_gb_per_sample is counted in; with_precision converts (memory_model)
+    precision: str = "fp32"
+    # selective recomputation: share of the activations saved, in [0, 1), and the extra compute (Korthikanti 2022)
+    selective_saving_fraction: float = SELECTIVE_SAVING_FRACTION
+    selective_extra_compute: float = SELECTIVE_EXTRA_COMPUTE
+    # gradient accumulation: per-microbatch overhead over one batch's step time, in [0, 1) (measured, memory_model)
+    microbatch_overhead_fraction: float = MICROBATCH_OVERHEAD_FRACTION
 
     def __post_init__(self) -> None:
         non_negative("static_gb", self.static_gb)
@@ -118,25 +144,60 @@ class MemoryLedger:
         fraction("reserve_fraction", self.reserve_fraction)
         integer_at_least("blocks", self.blocks, 1, MAX_BLOCKS)
         fraction("checkpoint_keep_fraction", self.checkpoint_keep_fraction, include_zero=False, include_one=True)
+        check_precision(self.precision)
+        fraction("selective_saving_fraction", self.selective_saving_fraction)
+        non_negative("selective_extra_compute", self.selective_extra_compute)
+        fraction("microbatch_overhead_fraction", self.microbatch_overhead_fraction)
+
+    @classmethod
+    def from_parameters(cls, parameters: int, activation_gb_per_sample: float, *, precision: str = "fp32",
+                        optimizer: str = "adamw", **kwargs) -> MemoryLedger:
+        """A ledger whose static memory is counted from ``parameters`` (:func:`~gpucost_lab.memory_model.
+        static_memory`: 16 bytes per parameter with AdamW in every precision); ``activation_gb_per_sample`` is
+        counted in ``precision``."""
+        static = static_memory(parameters, precision, optimizer)
+        return cls(static_gb=static.static_gb, activation_gb_per_sample=activation_gb_per_sample,
+                   precision=precision, **kwargs)
+
+    def with_precision(self, precision: str) -> MemoryLedger:
+        """The same run in ``precision``: activations scaled by the bytes per element (2 / 4 from fp32 to a mixed
+        precision); static memory unchanged, as the Playbook counts the same bytes per parameter in each."""
+        scale = activation_scale(self.precision, precision)
+        return replace(self, precision=precision, activation_gb_per_sample=self.activation_gb_per_sample * scale)
 
     @property
     def budget_gb(self) -> float:
         """Usable memory: device x (1 - reserve)."""
         return self.device_gb * (1.0 - self.reserve_fraction)
 
-    def _peak_activations_gb(self, microbatch: int, checkpointing: bool) -> float:
-        if not checkpointing:
+    @staticmethod
+    def _mode(checkpointing: bool, recompute: str | None) -> str:
+        """The recomputation mode: ``recompute`` when given, else "full" with ``checkpointing``, else "none"."""
+        if recompute is None:
+            return "full" if checkpointing else "none"
+        mode = check_recompute(recompute)
+        if checkpointing and mode != "full":
+            raise ValueError(f"recompute must be 'full' or None with checkpointing=True, got {recompute!r}")
+        return mode
+
+    def _keep(self, mode: str) -> float:
+        return keep_fraction(mode, self.checkpoint_keep_fraction, self.selective_saving_fraction)
+
+    def _peak_activations_gb(self, microbatch: int, mode: str) -> float:
+        if mode == "none":
             return self.activation_gb_per_sample * microbatch
-        # one block's activations x ((blocks - 1) kept inputs + the block being recomputed)
-        blocks_held = (self.blocks - 1) * self.checkpoint_keep_fraction + 1.0
+        # one block's activations x ((blocks - 1) blocks' kept share + the block being recomputed)
+        blocks_held = (self.blocks - 1) * self._keep(mode) + 1.0
         return self.activation_gb_per_sample * microbatch * blocks_held / self.blocks
 
-    def peak_gb(self, microbatch: int, checkpointing: bool = False) -> float:
-        """Static memory plus the peak activations at ``microbatch``: every block's activations, or
-        with ``checkpointing`` the kept inputs of all blocks but one plus one recomputed block."""
+    def peak_gb(self, microbatch: int, checkpointing: bool = False, *, recompute: str | None = None) -> float:
+        """Static memory plus the peak activations at ``microbatch``: every block's activations, or with
+        recomputation (``checkpointing`` is ``recompute="full"``) what all blocks but one kept plus one recomputed
+        block."""
+        mode = self._mode(bool(checkpointing), recompute)
         microbatch = integer_at_least("microbatch", microbatch, 1, MAX_MICROBATCH)
         self._check_finite(microbatch)
-        return self.static_gb + self._peak_activations_gb(microbatch, bool(checkpointing))
+        return self.static_gb + self._peak_activations_gb(microbatch, mode)
 
     def _check_finite(self, microbatch: int) -> None:
         """ValueError naming the input when a row of the ledger at ``microbatch`` would overflow."""
@@ -153,13 +214,13 @@ class MemoryLedger:
     def _within_budget(self, total_gb: float) -> bool:
         return total_gb <= self.budget_gb + _TOLERANCE_GB
 
-    def max_microbatch(self, checkpointing: bool = False) -> int:
+    def max_microbatch(self, checkpointing: bool = False, *, recompute: str | None = None) -> int:
         """Largest microbatch whose peak fits the budget (0 when even static memory does not fit)."""
-        checkpointing = bool(checkpointing)
+        mode = self._mode(bool(checkpointing), recompute)
         free_gb = self.budget_gb - self.static_gb
         if free_gb < 0:
             return 0
-        per_sample_gb = self._peak_activations_gb(1, checkpointing)
+        per_sample_gb = self._peak_activations_gb(1, mode)
         if free_gb + _TOLERANCE_GB > per_sample_gb * MAX_MICROBATCH:
             a = self.activation_gb_per_sample
             given = (f"activation_gb_per_sample={a!r} (or activation_gb_per_sample >= "
@@ -169,9 +230,9 @@ class MemoryLedger:
                             f"the largest microbatch that fits passes {MAX_MICROBATCH:.0e} samples")
         m = math.floor((free_gb + _TOLERANCE_GB) / per_sample_gb)
         # the division can land a hair either side of an exact edge: settle it with the fit test itself
-        while self._within_budget(self.static_gb + self._peak_activations_gb(m + 1, checkpointing)):
+        while self._within_budget(self.static_gb + self._peak_activations_gb(m + 1, mode)):
             m += 1
-        while m > 0 and not self._within_budget(self.static_gb + self._peak_activations_gb(m, checkpointing)):
+        while m > 0 and not self._within_budget(self.static_gb + self._peak_activations_gb(m, mode)):
             m -= 1
         return m
 
@@ -179,19 +240,27 @@ class MemoryLedger:
         total_gb = self.static_gb + activations_gb
         return LedgerBlock(block, activations_gb, total_gb, "fits" if self._within_budget(total_gb) else "over budget")
 
-    def at(self, microbatch: int, checkpointing: bool = False) -> LedgerResult:
+    def at(self, microbatch: int, checkpointing: bool = False, *, recompute: str | None = None,
+           accumulation_steps: int = 1) -> LedgerResult:
         """Evaluate the ledger at ``microbatch``: per-block rows, peak, verdict and headroom.
 
-        With ``checkpointing`` the forward rows hold the kept inputs of blocks 1..k, and the
-        ``recompute`` row is backward's peak: (blocks - 1) kept inputs + the last block recomputed.
+        With recomputation (``checkpointing`` is ``recompute="full"``) the forward rows hold what blocks 1..k
+        kept, and the ``recompute`` row is backward's peak: what (blocks - 1) blocks kept + the last block
+        recomputed. ``accumulation_steps`` K runs K microbatches per optimizer step: the memory is the
+        microbatch's, the global batch microbatch x K, and ``step_time_factor`` includes K's overhead.
         """
-        checkpointing = bool(checkpointing)
-        peak_gb = self.peak_gb(microbatch, checkpointing)
-        if checkpointing:
+        mode = self._mode(bool(checkpointing), recompute)
+        k = integer_at_least("accumulation_steps", accumulation_steps, 1, MAX_MICROBATCH)
+        peak_gb = self.peak_gb(microbatch, recompute=mode)
+        recompute_factor = recompute_step_time_factor(mode, self.selective_extra_compute)
+        knobs = dict(recomputation=mode, precision=self.precision, accumulation_steps=k, global_batch=microbatch * k,
+                     step_time_factor=accumulation_step_time_factor(k, self.microbatch_overhead_fraction)
+                     * recompute_factor)
+        if mode != "none":
             per_block_gb = self.activation_gb_per_sample * microbatch / self.blocks
-            keep = self.checkpoint_keep_fraction
+            keep = self._keep(mode)
             rows = [self._row(block, per_block_gb * keep * block) for block in range(1, self.blocks + 1)]
-            extras = dict(checkpointing=True, recompute_step_time_factor=RECOMPUTE_STEP_TIME_FACTOR,
+            extras = dict(checkpointing=mode == "full", recompute_step_time_factor=recompute_factor,
                           recompute=self._row(self.blocks, peak_gb - self.static_gb),
                           checkpointing_saves_gb=self.peak_gb(microbatch) - peak_gb)
         else:
@@ -206,7 +275,36 @@ class MemoryLedger:
             peak_gb=peak_gb,
             fits=self._within_budget(peak_gb),
             headroom_gb=self.budget_gb - peak_gb,
-            max_microbatch=self.max_microbatch(checkpointing),
+            max_microbatch=self.max_microbatch(recompute=mode),
             blocks=tuple(rows),
             **extras,
+            **knobs,
         )
+
+    def smallest_accumulation(self, global_batch: int, *, recompute: str = "none") -> int | None:
+        """The fewest microbatches K whose microbatch, ceil(global_batch / K), fits; None when none does (not
+        even a microbatch of 1)."""
+        b = integer_at_least("global_batch", global_batch, 1, MAX_MICROBATCH)
+        largest = self.max_microbatch(recompute=recompute)
+        return None if largest == 0 else math.ceil(b / largest)
+
+    def at_global_batch(self, global_batch: int, *, accumulation_steps: int | None = None,
+                        recompute: str = "none") -> LedgerResult:
+        """The ledger for ``global_batch`` samples per optimizer step run as ``accumulation_steps`` microbatches of
+        ceil(global_batch / K); without K, the smallest K that fits (K = global_batch, microbatches of 1, when
+        none does: the result then says it does not fit)."""
+        b = integer_at_least("global_batch", global_batch, 1, MAX_MICROBATCH)
+        if accumulation_steps is None:
+            accumulation_steps = self.smallest_accumulation(b, recompute=recompute) or b
+        microbatch = microbatches(b, accumulation_steps)
+        return replace(self.at(microbatch, recompute=recompute, accumulation_steps=accumulation_steps),
+                       global_batch=b)
+
+
+def __getattr__(name: str):
+    """``plan_fixes`` and its results live in :mod:`gpucost_lab.memory_fixes`, loaded on first use."""
+    if name in ("plan_fixes", "FixPlan", "Fix"):
+        from . import memory_fixes
+
+        return getattr(memory_fixes, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
