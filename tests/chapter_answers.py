@@ -34,6 +34,9 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch04_q4_answer": "activation_bytes_per_sample = measured.activation_bytes_per_sample",
         "ch04_q5_answer": 'bf16_linear_bound = "memory-bound"',
         "ch04_q6_answer": 'bf16_min_time_us = roofline.loc[1, "min_time_us"]',
+        "ch04_q7_answer": "fixes_inside_the_window = 6",  # section 3's table: fixes 1-6 are "in window"
+        "ch04_q8_answer": 'cheapest_fix_without_parity_check = "selective recomputation"',
+        "ch04_q9_answer": "full_recomputation_step_factor = 1.333",
     },
     "05_profile_to_decision.ipynb": {
         "ch05_q1_answer": 'data_share = before_balance.set_index("phase").loc["data", "share"]',

@@ -78,6 +78,11 @@ DISPLAYED: dict[str, list[Shown]] = {
                "fp32's time": 'roofline.loc[0, "min_time_us"]',
                "the bf16 compute peak, ignoring the memory roof": "linear_bf16.flops / 125e12 * 1e6"},
               digits="significant=3"),
+        # counted from section 3's table: six rows say "in window", three say "LATE"
+        Shown("ch04_q7_answer", None, "6", {"every fix that fits memory": "9", "only the late ones": "3"}),
+        Shown("ch04_q9_answer", r"full recomputation +peak +[\d.]+ GB +step x([\d.]+)", "{0}",
+              {"accumulation's factor": "1.15", "the time saved, not the factor": "1 - {0}",
+               "selective recomputation's": "1.027"}, digits="significant=3"),
     ],
     "05_profile_to_decision.ipynb": [
         Shown("ch05_q1_answer", r"dominant phase: data\n.*?^\d+ +data +\S+ +(\S+) ", "{0}",
