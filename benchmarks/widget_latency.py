@@ -2,7 +2,8 @@
 
 Without a frontend, ipywidgets runs observers synchronously, so timing the assignment
 ``slider.value = v`` measures the whole redraw (validation, ledger or prediction, HTML/SVG strings).
-For each widget: warm-up changes, then ``--changes`` timed changes sweeping the slider's range.
+For each widget: warm-up changes, then ``--changes`` timed changes sweeping the slider's range (for the ledger, also
+with bf16-mixed, selective recomputation and K = 4, and changes of those settings themselves).
 Prints one JSON line with the median and p95 in ms per widget and a verdict, "pass" when every median is
 under the target (30 ms by default, the budget for a slider that feels live while dragged), else "short".
 
@@ -85,7 +86,17 @@ def main() -> int:
 
     n = args.warmup + args.changes
     results = {"memory_ledger": _summary(_time_changes(set_microbatch, _sweep(microbatches, n), args.warmup))}
-    ledger.checkpointing.value = True
+    # a change of precision, recomputation or K redraws too, and moves the slider's end (1..128 up to 1..570)
+    settings = [(p, r, k) for p in ("fp32", "bf16-mixed") for r in ("none", "selective", "full") for k in (1, 4)]
+
+    def set_settings(v):
+        ledger.precision.value, ledger.recompute.value, ledger.accumulation.value = v
+
+    results["memory_ledger_settings"] = _summary(_time_changes(set_settings, _sweep(settings, n), args.warmup))
+    set_settings(("bf16-mixed", "selective", 4))
+    results["memory_ledger_bf16_selective_k4"] = _summary(
+        _time_changes(set_microbatch, _sweep(list(range(1, ledger.slider.max + 1)), n), args.warmup))
+    set_settings(("fp32", "full", 1))
     results["memory_ledger_checkpointing"] = _summary(
         _time_changes(set_microbatch, _sweep(microbatches[::-1], n), args.warmup))
     results["cost_predictor"] = _summary(_time_changes(set_gain, _sweep(fractions, n), args.warmup))

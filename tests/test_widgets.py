@@ -9,6 +9,15 @@ Budget = 24 x 0.9 = 21.6 GB; largest microbatch = floor((21.6 - 3.2) / 0.34) = f
        by 2.0 GB; the whole step would need 3.2 + 34 = 37.2 GB.
   60 with checkpointing (keep 0.1): 2.04 x (9 x 0.1 + 1) = 3.876 GB; peak 7.076 GB, fits; saves 23.6 - 7.076
        = 16.524 GB; largest microbatch floor(18.4 / (0.034 x 1.9)) = 284.
+  Slider: 1..128, or to one past the largest microbatch that fits when that is more: 285 with full recomputation
+       (284: 3.2 + 0.034 x 284 x 1.9 = 21.546 fits; 285: 3.2 + 18.411 = 21.611 > 21.6 in the recompute).
+  bf16-mixed: activations 0.34 x 2 / 4 = 0.17 GB/sample; largest floor((21.6 - 3.2) / 0.17) = floor(108.24) = 108
+       (108: 3.2 + 18.36 = 21.56 fits; 109: 3.2 + 18.53 = 21.73 over); 108 + 1 < 128, so the slider stays at 128.
+  Selective recomputation (keeps 1 - 0.7 = 0.3 of each block): 0.034 x (9 x 0.3 + 1) = 0.1258 GB per sample at the
+       peak; largest floor(18.4 / 0.1258) = floor(146.26) = 146, slider to 147; step time x 1.027.
+  Accumulation K = 2 at microbatch 30: global batch 60, memory the microbatch's (peak 3.2 + 10.2 = 13.4 GB); step
+       time 1 + (2 - 1) x 0.15 = 1.15; with full recomputation too 1.15 x 4/3 = 1.5333. 60 > 54: as one microbatch
+       the global batch does not fit.
 Predictor (chapter 03): (1 + 0.25) / (1 + 0.20) = 1.0417 -> more expensive; (1 + 0.20) / (1 + 0.25) = 0.96 ->
   cheaper. Baseline 8 h at $2.10/h = $16.80; candidate 8 x 1.25 / 1.2 = 8.333 h = $17.50, misses an 8 h window.
 """
@@ -230,6 +239,181 @@ def test_two_widgets_keep_separate_state():
 def test_bad_construction_arguments_raise(kwargs):
     with pytest.raises(ValueError):
         memory_ledger_widget(**kwargs)
+
+
+# ---- precision, recomputation and accumulation -----------------------------------------------------
+
+def test_ledger_has_precision_recomputation_and_accumulation_controls(ledger):
+    assert isinstance(ledger.precision, ipywidgets.RadioButtons)
+    assert ledger.precision.options == ("fp32", "bf16-mixed", "fp16-mixed")
+    assert isinstance(ledger.recompute, ipywidgets.RadioButtons)
+    choices = dict(ledger.recompute.options)  # label -> value
+    assert list(choices.values()) == ["none", "selective", "full"]
+    assert choices["full (activation checkpointing)"] == "full"  # the checkbox became this choice
+    assert isinstance(ledger.accumulation, ipywidgets.IntSlider)
+    assert (ledger.accumulation.min, ledger.accumulation.max) == (1, 16)
+    for part, css in ((ledger.precision, "gpucost-ledger-precision"), (ledger.recompute, "gpucost-ledger-recompute"),
+                      (ledger.accumulation, "gpucost-ledger-accumulation")):
+        assert css in part._dom_classes
+        assert any(part in getattr(child, "children", ()) for child in ledger.children)  # displayed
+    assert ledger.checkpointing not in [w for c in ledger.children for w in (c, *getattr(c, "children", ()))]
+
+
+def test_defaults_are_the_plain_run(ledger):
+    assert (ledger.precision.value, ledger.recompute.value, ledger.accumulation.value) == ("fp32", "none", 1)
+    assert (ledger.slider.min, ledger.slider.max, ledger.slider.value) == (1, 128, 32)
+    r = ledger.result
+    assert (r.precision, r.recomputation, r.accumulation_steps, r.global_batch) == ("fp32", "none", 1, 32)
+    assert r.step_time_factor == 1.0
+    v = text(ledger.verdict.value)
+    assert "global batch 32 (microbatch 32 × 1 accumulation step)" in v
+    assert "step-time factor ×1:" in v and "plain run" in v
+    assert "parity" not in v and "recomput" not in v.replace("no recomputation", "")
+    caption = re.search(r"<caption[^>]*>(.*?)</caption>", ledger.table.value).group(1)
+    assert caption == "Memory resident at microbatch 32 (without activation checkpointing; budget 21.6 GB)"
+
+
+def test_full_recomputation_takes_the_slider_past_284(ledger):
+    ledger.recompute.value = "full"
+    assert ledger.slider.max == 285 and ledger.slider.value == 32  # still in range: kept
+    assert ledger.checkpointing.value is True
+    ledger.slider.value = 284
+    v = text(ledger.verdict.value)
+    assert "fits" in v and gb_after("peak", v) == pytest.approx(21.546)
+    assert re.search(r"with activation checkpointing: 284 \(54 without\)", v)
+    ledger.slider.value = 285
+    v = text(ledger.verdict.value)
+    assert "while recomputing block 10" in v and gb_after("block 10 in backward:", v) == pytest.approx(21.611)
+    assert rows(ledger.table.value)[-1]["state"] == "over budget"
+
+
+def test_going_back_to_no_recomputation_clips_the_slider(ledger):
+    ledger.recompute.value = "full"
+    ledger.slider.value = 200
+    ledger.recompute.value = "none"
+    assert (ledger.slider.max, ledger.slider.value) == (128, 128)  # 200 is out of range: clipped to the new end
+    # redrawn at 128: each block adds 0.034 x 128 = 4.352 GB; block 4 holds 20.608, block 5 holds 24.96 > 21.6
+    assert ledger.result.microbatch == 128 and oom_block(text(ledger.verdict.value)) == 5
+    ledger.recompute.value = "full"
+    ledger.slider.value = 100
+    ledger.recompute.value = "none"
+    assert (ledger.slider.max, ledger.slider.value) == (128, 100)  # in range: kept
+
+
+def test_the_old_checkbox_still_switches_full_recomputation(ledger):
+    ledger.checkpointing.value = True
+    assert ledger.recompute.value == "full" and ledger.slider.max == 285
+    ledger.recompute.value = "selective"
+    assert ledger.checkpointing.value is False and ledger.recompute.value == "selective"
+    ledger.checkpointing.value = True
+    ledger.checkpointing.value = False
+    assert ledger.recompute.value == "none" and ledger.slider.max == 128
+
+
+def test_bf16_mixed_halves_the_activations(ledger):
+    ledger.precision.value = "bf16-mixed"
+    assert ledger.result.max_microbatch == 108  # floor((24 x 0.9 - 3.2) / 0.17), by hand
+    assert ledger.slider.max == 128  # 108 + 1 < 128
+    v = text(ledger.verdict.value)
+    assert re.search(r"largest microbatch that fits with bf16-mixed: 108 \(54 without\)", v)
+    assert "0.17 GB per sample instead of 0.34 GB" in v
+    assert "parity check (chapter 03)" in v
+    block10 = rows(ledger.table.value)[-1]
+    assert (float(block10["activations (GB)"]), float(block10["resident (GB)"])) == pytest.approx((5.44, 8.64))
+    ledger.slider.value = 108
+    assert gb_after("peak", text(ledger.verdict.value)) == pytest.approx(21.56)
+    ledger.slider.value = 109
+    assert oom_block(text(ledger.verdict.value)) == 10
+    assert ledger.result.peak_gb == pytest.approx(21.73)
+    ledger.precision.value = "fp16-mixed"
+    v = text(ledger.verdict.value)
+    assert "fp16-mixed with a loss scale" in v and "parity check (chapter 03)" in v
+    ledger.precision.value = "fp32"
+    assert "parity" not in text(ledger.verdict.value)
+
+
+def test_bf16_with_full_recomputation_reaches_569():
+    w = memory_ledger_widget(precision="bf16-mixed", recompute="full", microbatch=500)
+    # floor(18.4 / (0.017 x 1.9)) = floor(569.66) = 569
+    assert w.result.max_microbatch == 569 and w.slider.max == 570 and w.slider.value == 500
+
+
+def test_selective_recomputation(ledger):
+    ledger.recompute.value = "selective"
+    assert ledger.result.max_microbatch == 146 and ledger.slider.max == 147
+    v = text(ledger.verdict.value)
+    assert re.search(r"with selective recomputation: 146 \(54 without\)", v)
+    assert "step-time factor ×1.027" in v and "×1.027 cost to target" in v
+    table = rows(ledger.table.value)
+    assert len(table) == 11 and table[-1]["block"] == "recompute block 10"
+    # at 32 each block holds 1.088 GB, keeps 30%: block k 0.3264 k; recompute 0.3264 x 9 + 1.088 = 4.0256
+    assert float(table[0]["activations (GB)"]) == pytest.approx(0.326, abs=1e-3)
+    assert float(table[-1]["activations (GB)"]) == pytest.approx(4.026, abs=1e-3)
+    assert "30% kept" in table[0]["phase"]
+
+
+def test_accumulation_states_the_global_batch_and_its_cost(ledger):
+    ledger.slider.value = 30
+    ledger.accumulation.value = 2
+    v = text(ledger.verdict.value)
+    assert "global batch 60 (microbatch 30 × 2 accumulation steps)" in v
+    assert "step-time factor ×1.15 " in v
+    assert "×1.15 time per optimizer step, so ×1.15 cost to target at the same global batch" in v
+    assert "does not fit here (largest 54)" in v
+    assert gb_after("peak", v) == pytest.approx(13.4)  # memory follows the microbatch
+    assert (ledger.result.global_batch, ledger.result.step_time_factor) == (60, pytest.approx(1.15))
+    assert "global batch 60" in ledger.table.value
+    ledger.recompute.value = "full"  # the factors multiply: 1.15 x 4/3
+    assert "step-time factor ×1.533 " in text(ledger.verdict.value)
+    ledger.recompute.value = "none"
+    ledger.slider.value = 20  # 40 fits as one microbatch: accumulation only adds time
+    assert "fits here as one microbatch" in text(ledger.verdict.value)
+
+
+def test_changing_an_input_moves_the_slider_end(ledger):
+    ledger.inputs["device_gb"].value = 80.0  # largest 202 (test_editing_inputs_recomputes)
+    assert ledger.slider.max == 203
+    ledger.inputs["device_gb"].value = 0.0  # invalid: the message, the range left as it was
+    ledger.precision.value = "bf16-mixed"
+    assert "Invalid input" in text(ledger.verdict.value) and ledger.slider.max == 203
+    ledger.inputs["device_gb"].value = 24.0
+    assert ledger.slider.max == 128 and ledger.result.max_microbatch == 108
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16-mixed", "fp16-mixed"])
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+@pytest.mark.parametrize("k", [1, 16])
+@pytest.mark.parametrize("microbatch", [1, 60, "end"])
+def test_every_state_has_its_table_beside_the_bar(ledger, precision, recompute, k, microbatch):
+    ledger.precision.value, ledger.recompute.value, ledger.accumulation.value = precision, recompute, k
+    ledger.slider.value = ledger.slider.max if microbatch == "end" else microbatch
+    r = ledger.result
+    assert r is not None and (r.precision, r.recomputation, r.accumulation_steps) == (precision, recompute, k)
+    assert "<svg" in ledger.bar.value and 'aria-label="static' in ledger.bar.value
+    table = rows(ledger.table.value)
+    assert len(table) == (10 if recompute == "none" else 11)
+    assert [float(t["resident (GB)"]) for t in table] == pytest.approx([b.total_gb for b in r.rows], abs=1e-3)
+    assert [t["state"] for t in table] == [b.state for b in r.rows]
+    assert f"microbatch {r.microbatch} " in ledger.table.value
+    v = text(ledger.verdict.value)
+    assert f"global batch {r.microbatch * k} " in v
+    assert ("parity check" in v) == (precision != "fp32")
+    if microbatch == "end":  # one past the largest that fits, or 128 when that is further: out of memory either way
+        assert r.microbatch == max(128, r.max_microbatch + 1) and not r.fits
+
+
+@pytest.mark.parametrize("kwargs", [dict(precision="int8"), dict(recompute="some"), dict(accumulation_steps=0),
+                                    dict(accumulation_steps=17), dict(recompute="full", microbatch=286)])
+def test_bad_settings_at_construction_raise(kwargs):
+    with pytest.raises(ValueError):
+        memory_ledger_widget(**kwargs)
+
+
+def test_construction_settings():
+    w = memory_ledger_widget(microbatch=30, precision="bf16-mixed", recompute="full", accumulation_steps=2)
+    assert (w.precision.value, w.recompute.value, w.accumulation.value, w.checkpointing.value) == (
+        "bf16-mixed", "full", 2, True)
+    assert w.result.global_batch == 60 and w.result.step_time_factor == pytest.approx(1.15 * 4 / 3)
 
 
 # ---- cost predictor ---------------------------------------------------------------------------------

@@ -11,6 +11,9 @@ Expected values, by hand (the course numbers; see tests/test_widgets.py for the 
   Microbatch 32: peak 3.2 + 0.34 x 32 = 14.08 GB, fits with 21.6 - 14.08 = 7.52 GB of headroom.
   Microbatch 60: each block adds 0.34 x 60 / 10 = 2.04 GB; block 9 holds 3.2 + 9 x 2.04 = 21.56 GB (fits), block 10
   holds 23.6 GB: out of memory at block 10, 23.6 - 21.6 = 2 GB over.
+  Full recomputation (activation checkpointing): largest microbatch floor(18.4 / (0.034 x 1.9)) = 284, so the slider
+  reaches 285; at 284 the peak is 3.2 + 0.034 x 284 x 1.9 = 21.546 GB, fits. Accumulation K = 2 at 284: global batch
+  568, step time (1 + 0.15) x 4/3 = 1.533.
 - predictor (chapter 03), steps +25%: gain +20% -> 1.25 / 1.20 = 1.042, more expensive (8 x 1.042 = 8.33 h misses
   the 8 h window, $17.50 against $16.80); gain +30% -> 1.25 / 1.30 = 0.962, cheaper (8 x 0.962 = 7.69 h, $16.15).
 
@@ -271,6 +274,34 @@ def test_ledger_slider_to_60_runs_out_of_memory_at_block_10(notebook_page, lab):
     assert after != before and table_after != table_before
     assert readout.inner_text().strip() == "60"
     _screenshot(ledger, "ledger-after.png")
+
+
+def _type_into_readout(page, control, value: str) -> None:
+    """Set a slider the way a learner types a value: click its readout, replace the number, press Enter."""
+    control.locator(".widget-readout").click()
+    page.keyboard.press("ControlOrMeta+A")
+    page.keyboard.type(value)
+    page.keyboard.press("Enter")
+
+
+def test_ledger_full_recomputation_extends_the_slider_to_284(notebook_page, lab):
+    page = notebook_page
+    ledger = _open_and_run_all(page, lab, "04_memory_budget.ipynb").locator(".gpucost-ledger")
+    slider, verdict = ledger.locator(".gpucost-ledger-microbatch"), ledger.locator(".gpucost-ledger-verdict")
+    _wait_for_text(verdict, r"fits: peak 14\.08 GB")
+
+    ledger.locator(".gpucost-ledger-recompute").get_by_label("full (activation checkpointing)").check()
+    _wait_for_text(verdict, r"with activation checkpointing: 284 \(54 without\)")
+    _type_into_readout(page, slider, "284")  # above the old end of 128: the page must have the new one
+    after = _wait_for_text(verdict, r"fits: peak 21\.546 GB")
+    assert slider.locator(".widget-readout").inner_text().strip() == "284"
+    _type_into_readout(page, ledger.locator(".gpucost-ledger-accumulation"), "2")
+    after = _wait_for_text(verdict, r"global batch 568")
+    assert "step-time factor ×1.533" in after and "×1.533 cost to target at the same global batch" in after
+    table = _wait_for_text(ledger.locator(".gpucost-ledger-table"), r"global batch 568")
+    assert _rows(table)["recompute block 10"][:3] == ["18.346", "21.546", "fits"]
+    ledger.scroll_into_view_if_needed()
+    _screenshot(ledger, "ledger-full-recomputation.png")
 
 
 def test_predictor_gain_slider_flips_the_verdict_to_cheaper(notebook_page, lab):

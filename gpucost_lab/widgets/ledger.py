@@ -1,0 +1,146 @@
+"""The memory ledger of chapter 04 as a live widget (see :mod:`gpucost_lab.widgets`)."""
+from __future__ import annotations
+
+import ipywidgets as widgets
+
+from .._validate import integer_at_least, non_negative, positive
+from ..memory import MemoryLedger
+from ..memory_model import PRECISIONS, check_precision, check_recompute
+from ._html import _STYLE, _expose, _message
+from ._ledger_html import _ledger_bar_html, _ledger_table_html, _ledger_verdict_html
+
+# The microbatch slider runs from 1 to at least 128; past that, to one above the largest microbatch that fits the
+# chosen settings (284 with full recomputation), so its top end always shows the edge and the first step over it.
+MICROBATCH_MIN, MICROBATCH_MAX = 1, 128
+ACCUMULATION_MIN, ACCUMULATION_MAX = 1, 16
+# the recomputation choices as (label, value); "full" is what the activation-checkpointing checkbox used to switch on
+RECOMPUTE_CHOICES = (("none", "none"), ("selective", "selective"), ("full (activation checkpointing)", "full"))
+
+
+def microbatch_slider_max(largest: int) -> int:
+    """The slider's top for ``largest``, the largest microbatch that fits: 128, or ``largest + 1`` when that is
+    higher."""
+    return max(MICROBATCH_MAX, largest + 1)
+
+
+def _ledger_from_inputs(inputs: dict, blocks: int) -> MemoryLedger:
+    """Validate the text inputs under the labels the learner sees, then build the ledger."""
+    static_gb = non_negative("static (GB)", inputs["static_gb"].value)
+    per_sample_gb = positive("activations per sample (GB)", inputs["activation_gb_per_sample"].value)
+    device_gb = positive("device (GB)", inputs["device_gb"].value)
+    reserve_percent = non_negative("reserve (%)", inputs["reserve_percent"].value)
+    if reserve_percent >= 100:
+        raise ValueError(f"reserve (%) must be in [0, 100), got {inputs['reserve_percent'].value!r}")
+    return MemoryLedger(static_gb=static_gb, activation_gb_per_sample=per_sample_gb, device_gb=device_gb,
+                        reserve_fraction=reserve_percent / 100.0, blocks=blocks)
+
+
+def _link_checkpointing(checkpointing: widgets.Checkbox, recompute: widgets.RadioButtons) -> None:
+    """Keep the (undisplayed) checkbox and the recomputation choice in step: ticked is "full"."""
+
+    def from_checkbox(change) -> None:
+        if change["new"]:
+            recompute.value = "full"
+        elif recompute.value == "full":
+            recompute.value = "none"
+
+    def from_choice(change) -> None:
+        checkpointing.value = change["new"] == "full"
+
+    checkpointing.observe(from_checkbox, names="value")
+    recompute.observe(from_choice, names="value")
+
+
+def memory_ledger_widget(static_gb: float = 3.2, activation_gb_per_sample: float = 0.34, device_gb: float = 24.0,
+                         reserve_fraction: float = 0.10, blocks: int = 10, microbatch: int = 32, *,
+                         precision: str = "fp32", recompute: str = "none",
+                         accumulation_steps: int = 1) -> widgets.VBox:
+    """The memory ledger of chapter 04 as a live widget.
+
+    Controls: a microbatch slider; inputs for static memory, activations per sample (in fp32), device memory and
+    the reserve (entered in percent: 10 = 10% of the device kept free); the precision (fp32, bf16-mixed or
+    fp16-mixed: 16-bit activations, half the bytes per sample); the recomputation (none, selective, or full, which
+    is activation checkpointing); and the gradient accumulation steps K (1..16). The slider runs from 1 to 128, or
+    to one past the largest microbatch that fits the chosen settings when that is more; a change of any control
+    moves that end (the microbatch stays where it was while it is in range, else it drops to the new end).
+
+    Outputs: a verdict ("fits" with headroom, or "out of memory at block k" and by how much; the largest
+    microbatch that fits; what recomputation saves and costs; the parity check a mixed precision needs; the global
+    batch, microbatch x K, with the step-time factor, accumulation x recomputation, and the cost to target it
+    means at the same global batch), a stacked bar against the device, and the per-block table (the bar's
+    nonvisual twin).
+
+    Bad construction arguments raise ``ValueError`` at once; bad values typed later show a message.
+    """
+    ledger = MemoryLedger(static_gb=static_gb, activation_gb_per_sample=activation_gb_per_sample, device_gb=device_gb,
+                          reserve_fraction=reserve_fraction, blocks=blocks)  # validates every argument
+    blocks = integer_at_least("blocks", blocks, 1)
+    precision, recompute = check_precision(precision), check_recompute(recompute)
+    accumulation_steps = integer_at_least("accumulation_steps", accumulation_steps, ACCUMULATION_MIN, ACCUMULATION_MAX)
+    top = microbatch_slider_max(ledger.with_precision(precision).max_microbatch(recompute=recompute))
+    microbatch = integer_at_least("microbatch", microbatch, MICROBATCH_MIN)
+    if microbatch > top:
+        raise ValueError(f"microbatch must be an integer in [{MICROBATCH_MIN}, {top}] (the slider's range with "
+                         f"these settings), got {microbatch!r}")
+
+    slider = widgets.IntSlider(value=microbatch, min=MICROBATCH_MIN, max=top, step=1,
+                               description="microbatch", continuous_update=True, style=_STYLE)
+    inputs = {
+        "static_gb": widgets.FloatText(value=static_gb, description="static (GB)", style=_STYLE),
+        "activation_gb_per_sample": widgets.FloatText(value=activation_gb_per_sample,
+                                                      description="activations per sample (GB)", style=_STYLE),
+        "device_gb": widgets.FloatText(value=device_gb, description="device (GB)", style=_STYLE),
+        "reserve_percent": widgets.FloatText(value=round(reserve_fraction * 100, 10), description="reserve (%)",
+                                             style=_STYLE),
+    }
+    precision_choice = widgets.RadioButtons(options=PRECISIONS, value=precision, description="precision",
+                                            style=_STYLE)
+    recompute_choice = widgets.RadioButtons(options=RECOMPUTE_CHOICES, value=recompute,
+                                            description="recomputation", style=_STYLE)
+    accumulation = widgets.IntSlider(value=accumulation_steps, min=ACCUMULATION_MIN, max=ACCUMULATION_MAX, step=1,
+                                     description="accumulation steps (K)", continuous_update=True, style=_STYLE,
+                                     layout=widgets.Layout(width="24em"))
+    # not displayed: the checkbox the recomputation choice replaced, kept so `w.checkpointing.value = True` still works
+    checkpointing = widgets.Checkbox(value=recompute == "full", description="activation checkpointing", indent=False)
+    _link_checkpointing(checkpointing, recompute_choice)
+    verdict, table, bar = widgets.HTML(), widgets.HTML(), widgets.HTML()
+
+    wrap = widgets.Layout(flex_flow="row wrap")
+    box = widgets.VBox([slider, widgets.HBox(list(inputs.values()), layout=wrap),
+                        widgets.HBox([precision_choice, recompute_choice, accumulation], layout=wrap),
+                        verdict, bar, table])
+    _expose(box, "gpucost-ledger", inputs, slider=("microbatch", slider), precision=("precision", precision_choice),
+            recompute=("recompute", recompute_choice), accumulation=("accumulation", accumulation),
+            checkpointing=("checkpointing", checkpointing), verdict=("verdict", verdict), table=("table", table),
+            bar=("bar", bar))
+    box.result = None
+    moving_the_end = [False]  # the slider's value clipped by a new end calls update; that call has nothing to do
+
+    def update(_change=None) -> None:
+        if moving_the_end[0]:
+            return
+        try:
+            base = _ledger_from_inputs(inputs, blocks)
+            ledger = base.with_precision(precision_choice.value)
+            mode = recompute_choice.value
+            top = microbatch_slider_max(ledger.max_microbatch(recompute=mode))
+            if slider.max != top:
+                moving_the_end[0] = True
+                try:
+                    slider.max = top  # ipywidgets clips the value to the new end
+                finally:
+                    moving_the_end[0] = False
+            result = ledger.at(slider.value, recompute=mode, accumulation_steps=accumulation.value)
+        except ValueError as err:
+            box.result = None
+            verdict.value, table.value, bar.value = _message(err, "ledger"), "", ""
+            return
+        box.result = result
+        verdict.value = _ledger_verdict_html(base, ledger, result)
+        bar.value = _ledger_bar_html(ledger, result)
+        table.value = _ledger_table_html(ledger, result)
+
+    for control in (slider, precision_choice, recompute_choice, accumulation, *inputs.values()):
+        control.observe(update, names="value")
+    update()
+    return box
