@@ -18,12 +18,14 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
-from scipy import stats
-
 
 def t_quantile_95(df: float) -> float:
     """Two-sided 95% Student-t quantile t(0.975, df); the normal 1.96 for infinite df."""
-    return 1.959963984540054 if math.isinf(df) else float(stats.t.ppf(0.975, df))
+    if math.isinf(df):
+        return 1.959963984540054
+    from scipy import stats  # here, not at import: scipy.stats takes half a second to import
+
+    return float(stats.t.ppf(0.975, df))
 
 
 @dataclass(frozen=True)

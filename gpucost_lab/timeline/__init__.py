@@ -1,10 +1,11 @@
 """Load a Kineto / Chrome profiler trace and read its timeline (chapter 02: walk the timeline from wide gaps inward).
 
-``load_trace`` streams the file's ``traceEvents`` with ijson (bounded memory: one event dict at a time, only the
-needed fields kept in per-column arrays) into a :class:`Trace`, one row per complete event and per ``[memory]``
-instant. Every analysis takes that trace (and optional absolute ``start_us``/``end_us``, in the file's clock, which
-keep the events overlapping the window, clipped to it) and returns a DataFrame with explicit columns or a frozen
-dataclass; :func:`analyze` gathers them into the plain dict behind the CLI's ``--json``.
+``load_trace`` streams the file's ``traceEvents`` a segment of about 1 MB at a time (msgspec decodes only the
+needed fields; bounded memory: only those fields are kept, in numpy columns) into a :class:`Trace`, one row per
+complete event and per ``[memory]`` instant. Every analysis takes that trace (and optional absolute
+``start_us``/``end_us``, in the file's clock, which keep the events overlapping the window, clipped to it) and
+returns a DataFrame with explicit columns or a frozen dataclass; :func:`analyze` gathers them into the plain dict
+behind the CLI's ``--json``.
 
 Definitions:
 

@@ -1,11 +1,20 @@
-"""Loading a trace: ``load_trace`` streams a Kineto / Chrome trace into a :class:`Trace` (see the package docstring)."""
+"""Loading a trace: ``load_trace`` streams a Kineto / Chrome trace into a :class:`Trace` (see the package docstring).
+
+The events are read a segment of about 1 MB at a time (:mod:`gpucost_lab.timeline.framing`), decoded by msgspec
+into typed structs of the fields kept and gathered into numpy columns (:mod:`gpucost_lab.timeline.reader`); the
+frame is built once, at the end. Decoder chosen on evidence (benchmarks/trace_decoders.py, 1,002,972-event trace,
+264 MB of JSON, medians of 3 interleaved rounds, beside other work: load average 3): msgspec into typed structs
+of the needed fields, a segment at a time, 0.96 s and 91 MB peak RSS; the whole document at once 1.04 s but
+759 MB; ijson's yajl2_c backend 3.64 s for its dicts and still 2.85 s yielding only each event's ts (its floor);
+orjson 6.10 s and 2.3 GB, msgspec untyped 7.27 s and 1.6 GB, the stdlib 7.54 s and 1.3 GB (full dicts of every
+field, no streaming). The whole load is 1.76 s and 242 MB, against 6.6-7.0 s and 510 MB for the ijson
+event-at-a-time loop it replaced on the same machine (benchmarks/RESULTS.md, "Trace loading").
+"""
 from __future__ import annotations
 
 import gzip
 import math
 import zlib
-from array import array
-from collections import Counter
 from dataclasses import dataclass, field
 from numbers import Real
 from pathlib import Path
@@ -15,30 +24,17 @@ import numpy as np
 import pandas as pd
 
 from .._validate import integer_at_least
-from ..trace_input import (MAX_EVENTS, DepthLimitedReader, TraceRefused, event_integers, event_times,
-                          no_usable_events, too_many_events)
-
-try:
-    _IJSON = ijson.get_backend("yajl2_c")
-except ImportError:  # pragma: no cover - the pure-Python backend is slower but equivalent
-    _IJSON = ijson
+from ..trace_input import MAX_EVENTS, TraceRefused, no_usable_events
+from .framing import MalformedTrace
+from .reader import _MISSING, INTS, KINDS, read_events
 
 EVENT_COLUMNS = ["name", "kind", "cat", "pid", "tid", "lane", "ts_us", "dur_us", "stream", "correlation", "bytes",
                  "total_allocated_bytes", "device_type"]
-KINDS = ("kernel", "memcpy", "memset", "sync", "runtime", "cpu_op", "annotation", "step", "python", "memory", "other")
-_KIND_BY_CAT = {"kernel": "kernel", "gpu_memcpy": "memcpy", "memcpy": "memcpy", "gpu_memset": "memset",
-                "memset": "memset", "cuda_sync": "sync", "cuda_runtime": "runtime", "cuda_driver": "runtime",
-                "runtime": "runtime", "cpu_op": "cpu_op", "operator": "cpu_op", "user_annotation": "annotation",
-                "gpu_user_annotation": "annotation", "python_function": "python"}
-_GPU_KINDS = frozenset({"kernel", "memcpy", "memset", "sync"})
 _GPU_WORK = ["kernel", "memcpy", "memset"]
 _HOST_SYNC = ["cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "aten::item",
               "aten::_local_scalar_dense"]
 _DIRECTIONS = ["HtoD", "DtoH", "DtoD", "HtoH", "PtoP"]
-_MISSING = -(2**63)  # int64 sentinel for "argument absent"; becomes <NA>
-_TEXT = ["name", "kind", "cat", "pid", "tid", "lane"]
-_INTS = ["stream", "correlation", "bytes", "total_allocated_bytes", "device_type"]
-_MALFORMED = (ijson.JSONError, EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError)
+_MALFORMED = (ijson.JSONError, MalformedTrace, EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError)
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,92 +77,36 @@ def _window(start_us: float | None, end_us: float | None) -> tuple[float, float]
 
 
 def _open(path: Path):
+    """The file, decompressed when it is gzip (by content, not by name)."""
     with open(path, "rb") as f:
         gzipped = f.read(2) == b"\x1f\x8b"
-    opener = gzip.open if gzipped else open
-    with opener(path, "rb") as f:  # Chrome's "JSON array" format is a bare list of events
-        head = f.read(4096).lstrip()
-    return opener(path, "rb"), ("item" if head[:1] == b"[" else "traceEvents.item")
-
-
-_PROGRESS_EVERY = 65_536  # events between progress-bar updates: cheap next to parsing them
+    return gzip.open(path, "rb") if gzipped else open(path, "rb")
 
 
 def _read_columns(path: Path, lo: float, hi: float, progress: bool = False,
-                  max_events: int = MAX_EVENTS) -> tuple[dict, tuple[float, float], dict]:
-    """Stream the events into per-column lists/arrays, keeping those that overlap [lo, hi]; count skipped ones."""
+                  max_events: int = MAX_EVENTS) -> tuple[dict, dict, tuple[float, float], dict]:
+    """The events overlapping [lo, hi] as numpy columns (:func:`~gpucost_lab.timeline.reader.read_events`)."""
     from tqdm.auto import tqdm
 
-    bar = tqdm(desc=f"reading {path.name}", unit=" events", unit_scale=True, disable=not progress)
-    read = 0
-    columns = {k: [] if k in _TEXT else array("d" if k in ("ts_us", "dur_us") else "q") for k in EVENT_COLUMNS}
-    (add_name, add_kind, add_cat, add_pid, add_tid, add_lane, add_ts, add_dur, add_stream, add_correlation,
-     add_bytes, add_total, add_device) = (columns[k].append for k in EVENT_COLUMNS)
-    one = {}.setdefault  # one str object per distinct name, cat, pid, tid and lane
-    seen_lo, seen_hi = math.inf, -math.inf
-    skipped: Counter = Counter()
-    f, prefix = _open(path)
-    with DepthLimitedReader(f, path) as f:
-        for ev in _IJSON.items(f, prefix, use_float=True):
-            read += 1
-            if read % _PROGRESS_EVERY == 0:
-                bar.update(_PROGRESS_EVERY)
-            if read > max_events:
-                raise too_many_events(path, max_events)
-            ph = ev.get("ph") if isinstance(ev, dict) else None
-            if ph == "X":
-                kind, times = "other", event_times(ev.get("ts"), ev.get("dur"))
-            elif ph == "i" and ev.get("name") == "[memory]":
-                kind, times = "memory", event_times(ev.get("ts"), 0.0)
-            else:
-                continue
-            if times.__class__ is str:
-                skipped[times] += 1
-                continue
-            t, d = times
-            seen_lo, seen_hi = (t if t < seen_lo else seen_lo), (t + d if t + d > seen_hi else seen_hi)
-            if t > hi or t + d < lo:
-                continue
-            args, cat, name = ev.get("args"), str(ev.get("cat") or ""), str(ev.get("name") or "")
-            args = args if isinstance(args, dict) else {}
-            if kind == "other":
-                kind = _KIND_BY_CAT.get(cat.lower(), "other")
-                if kind == "annotation" and name.startswith("ProfilerStep#"):
-                    kind = "step"
-            integers = event_integers(kind, args)
-            if integers.__class__ is str:
-                skipped[integers] += 1
-                continue
-            stream, correlation, nbytes, total, device = integers
-            tid = str(ev.get("tid"))
-            on_gpu = stream is not None and (kind in _GPU_KINDS or cat == "gpu_user_annotation")
-            lane = f"stream {stream}" if on_gpu else f"thread {tid}"
-            add_name(one(name, name))
-            add_kind(kind)
-            add_cat(one(cat, cat))
-            add_pid(one(str(ev.get("pid")), str(ev.get("pid"))))
-            add_tid(one(tid, tid))
-            add_lane(one(lane, lane))
-            add_ts(t)
-            add_dur(d)
-            add_stream(_MISSING if stream is None else stream)
-            add_correlation(_MISSING if correlation is None else correlation)
-            add_bytes(_MISSING if nbytes is None else nbytes)
-            add_total(_MISSING if total is None else total)
-            add_device(_MISSING if device is None else device)
-    bar.update(read % _PROGRESS_EVERY)
-    bar.close()
-    return columns, (seen_lo, seen_hi), skipped
+    with tqdm(desc=f"reading {path.name}", unit=" events", unit_scale=True, disable=not progress) as bar, \
+            _open(path) as raw:
+        return read_events(raw, path, lo, hi, max_events, bar)
 
 
-def _frame(columns: dict) -> pd.DataFrame:
-    """The events table, sorted by start; ``_MISSING`` integers become <NA>."""
-    data = {k: pd.array(columns[k], dtype="str") for k in _TEXT}
-    data.update(ts_us=np.frombuffer(columns["ts_us"]), dur_us=np.frombuffer(columns["dur_us"]))
-    for key in _INTS:
-        raw = np.frombuffer(columns[key], dtype=np.int64)
-        data[key] = pd.arrays.IntegerArray(raw, raw == _MISSING)
-    return pd.DataFrame(data)[EVENT_COLUMNS].sort_values("ts_us", kind="stable", ignore_index=True)
+def _frame(columns: dict, texts: dict) -> pd.DataFrame:
+    """The events table, sorted (stably) by start; ``_MISSING`` integers become <NA>. Empties ``columns``."""
+    order = np.argsort(columns["ts"], kind="stable")
+    texts = {**texts, "kind": list(KINDS)}
+    data = {}
+    for key in EVENT_COLUMNS:
+        raw = columns.pop({"ts_us": "ts", "dur_us": "dur"}.get(key, key))[order]
+        if key in texts:
+            data[key] = pd.array(texts[key] or [""], dtype="str").take(raw)
+        elif key in INTS:
+            data[key] = pd.arrays.IntegerArray(raw, raw == _MISSING)
+        else:
+            data[key] = raw
+    return pd.DataFrame(data, copy=False)
 
 
 def _clip(events: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
@@ -205,7 +145,7 @@ def load_trace(path, *, start_us: float | None = None, end_us: float | None = No
     if path.is_dir():
         raise ValueError(f"{path}: is a directory, not a trace file (.json or .json.gz)")
     try:
-        columns, seen, skipped = _read_columns(path, lo, hi, progress, max_events)
+        columns, texts, seen, skipped = _read_columns(path, lo, hi, progress, max_events)
     except _MALFORMED as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ValueError(f"{path}: not a readable trace: truncated or malformed JSON or gzip ({detail})") from None
@@ -215,13 +155,13 @@ def load_trace(path, *, start_us: float | None = None, end_us: float | None = No
         raise
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{path}: malformed trace event ({exc})") from None
-    if not columns["name"]:
+    if not len(columns["ts"]):
         if seen[0] <= seen[1]:
             raise _no_events_in_window(path, start_us, end_us, seen)
         if skipped:
             raise no_usable_events(path, skipped)
         raise ValueError(f"{path}: no trace events ('traceEvents' is missing or holds no complete events)")
-    events = _clip(_frame(columns), lo, hi)
+    events = _clip(_frame(columns, texts), lo, hi)
     device = "cuda" if events["kind"].isin(_GPU_WORK).any() else "cpu"
     return Trace(path=str(path), events=events, device=device, skipped=dict(sorted(skipped.items())))
 
