@@ -44,6 +44,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from machine import cpu_model  # benchmarks/machine.py, beside this script
+
 BATCHES = (32, 64, 128, 256)
 ACCUMULATION = (1, 2, 4, 8)
 
@@ -123,7 +125,7 @@ def main() -> None:
         per_batch[str(b)] = {"per_microbatch_s": float(slope), "overhead_fraction": float(slope / (intercept + slope))}
     print(json.dumps({
         "benchmark": "accumulation_timing", "started": started, "load_average_before": load_before,
-        "load_average_after": os.getloadavg(), "cpu_model": _cpu_model(), "cpu_cores": os.cpu_count(),
+        "load_average_after": os.getloadavg(), "cpu_model": cpu_model(), "cpu_cores": os.cpu_count(),
         "threads": args.threads, "python": platform.python_version(), "torch": torch.__version__,
         "rounds": args.rounds, "steps_per_round": args.steps,
         "fit": {"per_step_s": o, "per_microbatch_s": c, "per_sample_s": p},
@@ -133,13 +135,6 @@ def main() -> None:
         "targets": {"model_factor": "within 10% of the measured factor at every (batch, accumulation_steps)"},
         "verdict": "pass" if worst <= 0.10 else "short"}))
 
-
-def _cpu_model() -> str:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 if __name__ == "__main__":

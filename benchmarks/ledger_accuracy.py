@@ -53,6 +53,8 @@ from torch.utils.checkpoint import checkpoint
 from gpucost_lab.memory import MemoryLedger
 from gpucost_lab.model_memory import measure_model_memory
 
+from machine import cpu_model  # benchmarks/machine.py, beside this script
+
 
 class TinyTransformer(nn.Module):
     def __init__(self, d_model: int = 128, classes: int = 10):
@@ -269,19 +271,12 @@ def main() -> None:
     peaks = [] if args.no_peaks else peak_rows(args.device)
     print(json.dumps({
         "benchmark": "ledger_accuracy", "device": args.device,
-        "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None, "cpu_model": _cpu_model(), "cpu_cores": os.cpu_count(),
+        "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None, "cpu_model": cpu_model(), "cpu_cores": os.cpu_count(),
         "python": platform.python_version(), "torch": torch.__version__, "results": rows, "peak_results": peaks,
         "targets": {"activation_bytes_per_sample": "ledger within 10% of the profiler-measured figure",
                     "peak": "ledger's whole-step peak within 10% of the profiler-measured peak"},
         "verdict": "pass" if all(r["within_10pct"] for r in rows + peaks) else "short"}))
 
-
-def _cpu_model() -> str:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine import cpu_model  # benchmarks/machine.py, beside this script
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 FIXTURES = ROOT / "gpucost_lab" / "data" / "hta_traces"
@@ -176,7 +178,7 @@ def main() -> None:
     import torch  # only for the version line
 
     print(json.dumps({
-        "benchmark": "trace_vs_hta", "started": started, "cpu_model": _cpu_model(), "cpu_cores": os.cpu_count(),
+        "benchmark": "trace_vs_hta", "started": started, "cpu_model": cpu_model(), "cpu_cores": os.cpu_count(),
         "load_average_1_5_15_before": load_before, "load_average_1_5_15_after": os.getloadavg(),
         "python": platform.python_version(), "torch": torch.__version__, "hta": synth["hta_version"],
         "synthetic_events": n, "results": fixtures + [synth],
@@ -187,13 +189,6 @@ def main() -> None:
                                 "a100_cuda_event_sync fixture)"},
         "verdict": "pass" if ok else "short"}))
 
-
-def _cpu_model() -> str:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
 
 
 if __name__ == "__main__":
