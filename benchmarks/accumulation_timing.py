@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from machine import cpu_model  # benchmarks/machine.py, beside this script
+from gpucost_lab.contract import cpu_model
 
 BATCHES = (32, 64, 128, 256)
 ACCUMULATION = (1, 2, 4, 8)

@@ -53,7 +53,7 @@ from torch.utils.checkpoint import checkpoint
 from gpucost_lab.memory import MemoryLedger
 from gpucost_lab.model_memory import measure_model_memory
 
-from machine import cpu_model  # benchmarks/machine.py, beside this script
+from gpucost_lab.contract import cpu_model
 
 
 class TinyTransformer(nn.Module):

@@ -44,8 +44,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from machine import cpu_model  # benchmarks/machine.py, beside this script
-
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 FIXTURES = ROOT / "gpucost_lab" / "data" / "hta_traces"
@@ -176,6 +174,8 @@ def main() -> None:
         "ours_under_400mb": synth["ours"]["peak_rss_mb"] < RSS_TARGET_MB}
     ok = all(synth["targets_met"].values())
     import torch  # only for the version line
+
+    from gpucost_lab.contract import cpu_model  # here: the HTA child runs this script where gpucost_lab is not
 
     print(json.dumps({
         "benchmark": "trace_vs_hta", "started": started, "cpu_model": cpu_model(), "cpu_cores": os.cpu_count(),

@@ -162,7 +162,7 @@ def environment(device: str = "cpu") -> dict:
         props = torch.cuda.get_device_properties(device)
         gpu_name, gpu_memory_bytes = props.name, int(props.total_memory)
     return {
-        "cpu_model": _cpu_model(),
+        "cpu_model": cpu_model(),
         "cpu_cores": os.cpu_count() or 1,
         "gpu_name": gpu_name,
         "gpu_memory_bytes": gpu_memory_bytes,
@@ -194,7 +194,9 @@ def _tf32_or_ieee(backend: object, legacy_flag: Callable[[], bool]) -> str:
     return "tf32" if allowed else "ieee"
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name from /proc/cpuinfo, else what the platform module says (also what the benchmarks
+    record about their machine)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
