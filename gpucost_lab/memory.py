@@ -21,6 +21,21 @@ gradient accumulation (``accumulation_steps``: memory follows the microbatch, th
 steps, and each optimizer step takes ``1 + (K - 1) x microbatch_overhead_fraction`` of one batch's time).
 :func:`plan_fixes` (in :mod:`gpucost_lab.memory_fixes`) lists the fixes for a global batch that does not fit.
 With these knobs at their defaults the ledger is the simplified budget above, unchanged.
+
+The whole step (``gradient_gb``, ``backward_working_gb_per_sample``; both 0 by default; measured by
+:func:`gpucost_lab.model_memory.measure_model_memory` with ``backward_working=True`` and passed by
+``ModelMemory.ledger(whole_step=True)``). Two things the simplified budget leaves out, found by measuring the peak
+of real steps (``benchmarks/ledger_accuracy.py``, RESULTS.md):
+
+- backward's working memory: while backward runs through a block it holds, besides the saved activations, the
+  gradients of that block's activations (for a Linear-ReLU-Linear block, the ReLU's output gradient and its input
+  gradient: 1.6 of the block's saved activations). It scales with the microbatch and adds to every peak.
+- gradients between steps: ``zero_grad()`` (``set_to_none=True``, torch's default) frees the gradients after each
+  optimizer step, and backward allocates them again block by block while it frees the activations. In a step of
+  one microbatch the peak is then at backward's first block (all activations, one block's gradients) or its last
+  (one block's activations, all gradients), whichever is higher. With accumulation (K > 1) the gradients stay
+  resident from the first microbatch's backward on, as static memory counts them: accumulation raises the peak by
+  up to the gradients.
 """
 from __future__ import annotations
 
@@ -81,11 +96,13 @@ class LedgerResult:
     accumulation_steps: int = 1
     global_batch: int = 0  # samples per optimizer step: microbatch x accumulation_steps unless given
     step_time_factor: float = 1.0  # optimizer-step time over one batch of the global batch without recomputation
+    backward: LedgerBlock | None = None  # without recomputation, the whole step's backward peak row (module doc)
 
     @property
     def rows(self) -> tuple[LedgerBlock, ...]:
         """Every row in the order memory is reached: the forward rows, then the recompute row (if any)."""
-        return self.blocks if self.recompute is None else (*self.blocks, self.recompute)
+        last = self.recompute if self.recompute is not None else self.backward
+        return self.blocks if last is None else (*self.blocks, last)
 
     @property
     def first_over_budget(self) -> LedgerBlock | None:
@@ -97,15 +114,17 @@ class LedgerResult:
 
         With recomputation a ``phase`` column tells the forward rows from the backward recompute row.
         """
-        if self.recompute is None:
+        if self.recompute is None and self.backward is None:
             return pd.DataFrame([asdict(b) for b in self.blocks])
-        phases = ["forward"] * len(self.blocks) + ["backward recompute"] * (self.recompute is not None)
+        phases = ["forward"] * len(self.blocks) + ["backward recompute" if self.recompute is not None else "backward"]
         return pd.DataFrame([{**asdict(b), "phase": p} for b, p in zip(self.rows, phases)])
 
     def to_dict(self) -> dict:
         """JSON-ready dict with the CLI's keys (the recomputation keys only with recomputation)."""
         d = asdict(self)
         d["blocks"] = [asdict(b) for b in self.blocks]
+        if self.backward is None:
+            del d["backward"]
         if self.recompute is not None:
             d["recompute"] = asdict(self.recompute)
         else:
@@ -136,6 +155,11 @@ class MemoryLedger:
     selective_extra_compute: float = SELECTIVE_EXTRA_COMPUTE
     # gradient accumulation: per-microbatch overhead over one batch's step time, in [0, 1) (measured, memory_model)
     microbatch_overhead_fraction: float = MICROBATCH_OVERHEAD_FRACTION
+    # The whole step (both 0 by default: the simplified budget above). gradient_gb: the gradients within static_gb
+    # that zero_grad() frees between optimizer steps; backward_working_gb_per_sample: what backward holds besides
+    # the saved activations (the gradients of the activations of the block it is in). Module doc "The whole step".
+    gradient_gb: float = 0.0
+    backward_working_gb_per_sample: float = 0.0
 
     def __post_init__(self) -> None:
         non_negative("static_gb", self.static_gb)
@@ -148,6 +172,11 @@ class MemoryLedger:
         fraction("selective_saving_fraction", self.selective_saving_fraction)
         non_negative("selective_extra_compute", self.selective_extra_compute)
         fraction("microbatch_overhead_fraction", self.microbatch_overhead_fraction)
+        non_negative("gradient_gb", self.gradient_gb)
+        if self.gradient_gb > self.static_gb:
+            raise ValueError(f"gradient_gb must be at most static_gb={self.static_gb!r} (the gradients are part of "
+                             f"static memory), got {self.gradient_gb!r}")
+        non_negative("backward_working_gb_per_sample", self.backward_working_gb_per_sample)
 
     @classmethod
     def from_parameters(cls, parameters: int, activation_gb_per_sample: float, *, precision: str = "fp32",
@@ -190,14 +219,32 @@ class MemoryLedger:
         blocks_held = (self.blocks - 1) * self._keep(mode) + 1.0
         return self.activation_gb_per_sample * microbatch * blocks_held / self.blocks
 
-    def peak_gb(self, microbatch: int, checkpointing: bool = False, *, recompute: str | None = None) -> float:
+    def _branches(self, mode: str, accumulation_steps: int) -> tuple[tuple[float, float], ...]:
+        """The peak as ``max(intercept + slope x microbatch)`` over these (intercept, slope) pairs (module doc)."""
+        working = self.backward_working_gb_per_sample
+        acts = self._peak_activations_gb(1, mode) + working
+        if self.gradient_gb == 0 or accumulation_steps > 1:  # gradients resident all step
+            return ((self.static_gb, acts),)
+        # zero_grad() freed the gradients: backward brings them back block by block while it frees activations,
+        # so the peak is at backward's first block (all activations, one block's gradients) or its last (one
+        # block's activations, all gradients)
+        g = self.gradient_gb
+        return ((self.static_gb - g + g / self.blocks, acts),
+                (self.static_gb, self.activation_gb_per_sample / self.blocks + working))
+
+    def _peak(self, microbatch: int, mode: str, accumulation_steps: int) -> float:
+        return max(c + s * microbatch for c, s in self._branches(mode, accumulation_steps))
+
+    def peak_gb(self, microbatch: int, checkpointing: bool = False, *, recompute: str | None = None,
+                accumulation_steps: int = 1) -> float:
         """Static memory plus the peak activations at ``microbatch``: every block's activations, or with
         recomputation (``checkpointing`` is ``recompute="full"``) what all blocks but one kept plus one recomputed
-        block."""
+        block. ``accumulation_steps`` matters only with ``gradient_gb`` (the whole step, module doc)."""
         mode = self._mode(bool(checkpointing), recompute)
         microbatch = integer_at_least("microbatch", microbatch, 1, MAX_MICROBATCH)
+        k = integer_at_least("accumulation_steps", accumulation_steps, 1, MAX_MICROBATCH)
         self._check_finite(microbatch)
-        return self.static_gb + self._peak_activations_gb(microbatch, mode)
+        return self._peak(microbatch, mode, k)
 
     def _check_finite(self, microbatch: int) -> None:
         """ValueError naming the input when a row of the ledger at ``microbatch`` would overflow."""
@@ -214,30 +261,33 @@ class MemoryLedger:
     def _within_budget(self, total_gb: float) -> bool:
         return total_gb <= self.budget_gb + _TOLERANCE_GB
 
-    def max_microbatch(self, checkpointing: bool = False, *, recompute: str | None = None) -> int:
+    def max_microbatch(self, checkpointing: bool = False, *, recompute: str | None = None,
+                       accumulation_steps: int = 1) -> int:
         """Largest microbatch whose peak fits the budget (0 when even static memory does not fit)."""
         mode = self._mode(bool(checkpointing), recompute)
-        free_gb = self.budget_gb - self.static_gb
-        if free_gb < 0:
+        k = integer_at_least("accumulation_steps", accumulation_steps, 1, MAX_MICROBATCH)
+        branches = self._branches(mode, k)
+        if any(self.budget_gb - c < 0 for c, _ in branches):
             return 0
-        per_sample_gb = self._peak_activations_gb(1, mode)
+        free_gb, per_sample_gb = min(((self.budget_gb - c, s) for c, s in branches), key=lambda b: b[0] / b[1])
         if free_gb + _TOLERANCE_GB > per_sample_gb * MAX_MICROBATCH:
             a = self.activation_gb_per_sample
             given = (f"activation_gb_per_sample={a!r} (or activation_gb_per_sample >= "
                      f"{(free_gb + _TOLERANCE_GB) / MAX_MICROBATCH * a / per_sample_gb:.6g} at this device_gb)")
-            limit = (self.static_gb + per_sample_gb * MAX_MICROBATCH - _TOLERANCE_GB) / (1.0 - self.reserve_fraction)
+            limit = ((self.budget_gb - free_gb) + per_sample_gb * MAX_MICROBATCH - _TOLERANCE_GB) / (
+                1.0 - self.reserve_fraction)
             raise too_large("device_gb", self.device_gb, limit, given,
                             f"the largest microbatch that fits passes {MAX_MICROBATCH:.0e} samples")
         m = math.floor((free_gb + _TOLERANCE_GB) / per_sample_gb)
         # the division can land a hair either side of an exact edge: settle it with the fit test itself
-        while self._within_budget(self.static_gb + self._peak_activations_gb(m + 1, mode)):
+        while self._within_budget(self._peak(m + 1, mode, k)):
             m += 1
-        while m > 0 and not self._within_budget(self.static_gb + self._peak_activations_gb(m, mode)):
+        while m > 0 and not self._within_budget(self._peak(m, mode, k)):
             m -= 1
         return m
 
-    def _row(self, block: int, activations_gb: float) -> LedgerBlock:
-        total_gb = self.static_gb + activations_gb
+    def _row(self, block: int, activations_gb: float, static_gb: float | None = None) -> LedgerBlock:
+        total_gb = (self.static_gb if static_gb is None else static_gb) + activations_gb
         return LedgerBlock(block, activations_gb, total_gb, "fits" if self._within_budget(total_gb) else "over budget")
 
     def at(self, microbatch: int, checkpointing: bool = False, *, recompute: str | None = None,
@@ -251,23 +301,27 @@ class MemoryLedger:
         """
         mode = self._mode(bool(checkpointing), recompute)
         k = integer_at_least("accumulation_steps", accumulation_steps, 1, MAX_MICROBATCH)
-        peak_gb = self.peak_gb(microbatch, recompute=mode)
+        peak_gb = self.peak_gb(microbatch, recompute=mode, accumulation_steps=k)
         recompute_factor = recompute_step_time_factor(mode, self.selective_extra_compute)
         knobs = dict(recomputation=mode, precision=self.precision, accumulation_steps=k, global_batch=microbatch * k,
                      step_time_factor=accumulation_step_time_factor(k, self.microbatch_overhead_fraction)
                      * recompute_factor)
+        # the forward's static memory: without the gradients when zero_grad() freed them (the whole step)
+        forward_static_gb = self.static_gb - (self.gradient_gb if k == 1 else 0.0)
         if mode != "none":
             per_block_gb = self.activation_gb_per_sample * microbatch / self.blocks
-            keep = self._keep(mode)
-            rows = [self._row(block, per_block_gb * keep * block) for block in range(1, self.blocks + 1)]
-            extras = dict(checkpointing=mode == "full", recompute_step_time_factor=recompute_factor,
-                          recompute=self._row(self.blocks, peak_gb - self.static_gb),
-                          checkpointing_saves_gb=self.peak_gb(microbatch) - peak_gb)
+            kept = [per_block_gb * self._keep(mode) * block for block in range(1, self.blocks + 1)]
         else:
-            rows = []
-            for block in range(1, self.blocks + 1):
-                activations_gb = self.activation_gb_per_sample * microbatch * block / self.blocks
-                rows.append(self._row(block, activations_gb))
+            kept = [self.activation_gb_per_sample * microbatch * block / self.blocks for block in range(1, self.blocks + 1)]
+        rows = [self._row(block, gb, forward_static_gb) for block, gb in enumerate(kept, start=1)]
+        backward_row = self._row(self.blocks, peak_gb - self.static_gb)  # backward's peak, above static memory
+        if mode != "none":
+            extras = dict(checkpointing=mode == "full", recompute_step_time_factor=recompute_factor,
+                          recompute=backward_row,
+                          checkpointing_saves_gb=self.peak_gb(microbatch, accumulation_steps=k) - peak_gb)
+        elif self.gradient_gb or self.backward_working_gb_per_sample:
+            extras = dict(backward=backward_row)
+        else:
             extras = {}
         return LedgerResult(
             microbatch=microbatch,
@@ -275,7 +329,7 @@ class MemoryLedger:
             peak_gb=peak_gb,
             fits=self._within_budget(peak_gb),
             headroom_gb=self.budget_gb - peak_gb,
-            max_microbatch=self.max_microbatch(recompute=mode),
+            max_microbatch=self.max_microbatch(recompute=mode, accumulation_steps=k),
             blocks=tuple(rows),
             **extras,
             **knobs,
@@ -285,8 +339,11 @@ class MemoryLedger:
         """The fewest microbatches K whose microbatch, ceil(global_batch / K), fits; None when none does (not
         even a microbatch of 1)."""
         b = integer_at_least("global_batch", global_batch, 1, MAX_MICROBATCH)
-        largest = self.max_microbatch(recompute=recompute)
-        return None if largest == 0 else math.ceil(b / largest)
+        if b <= self.max_microbatch(recompute=recompute):
+            return 1
+        # several microbatches keep the gradients resident between them (matters only with gradient_gb)
+        largest = self.max_microbatch(recompute=recompute, accumulation_steps=2)
+        return None if largest == 0 else max(2, math.ceil(b / largest))
 
     def at_global_batch(self, global_batch: int, *, accumulation_steps: int | None = None,
                         recompute: str = "none") -> LedgerResult:

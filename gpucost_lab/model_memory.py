@@ -80,7 +80,8 @@ class ModelMemory:
     activation_bytes: int
     batch_size: int
     buffer_bytes: int = 0  # e.g. BatchNorm running statistics: resident, not trained
-
+    # what backward holds above everything resident when it starts, at batch_size (None: not measured)
+    backward_working_bytes: int | None = None
 
     @property
     def static_bytes(self) -> int:
@@ -91,16 +92,30 @@ class ModelMemory:
     def activation_bytes_per_sample(self) -> float:
         return self.activation_bytes / self.batch_size
 
-    def ledger(self, device_gb: float = 24.0, reserve_fraction: float = 0.10, blocks: int = 10) -> MemoryLedger:
-        """The ``MemoryLedger`` these measurements feed, with bytes converted to GB (1e9)."""
+    def ledger(self, device_gb: float = 24.0, reserve_fraction: float = 0.10, blocks: int = 10, *,
+               whole_step: bool = False, **kwargs) -> MemoryLedger:
+        """The ``MemoryLedger`` these measurements feed, with bytes converted to GB (1e9).
+
+        ``whole_step=True`` also passes the gradients (which ``zero_grad()`` frees between steps) and backward's
+        working memory (:mod:`gpucost_lab.memory`, "The whole step"); it needs ``backward_working_bytes``
+        (``measure_model_memory(..., backward_working=True)``). Other keywords go to ``MemoryLedger``.
+        """
         from .memory import MemoryLedger
 
+        if whole_step:
+            if self.backward_working_bytes is None:
+                raise ValueError("whole_step=True needs backward_working_bytes, got None: measure with "
+                                 "measure_model_memory(..., backward_working=True)")
+            kwargs = dict(gradient_gb=self.gradient_bytes / BYTES_PER_GB,
+                          backward_working_gb_per_sample=self.backward_working_bytes / self.batch_size / BYTES_PER_GB,
+                          **kwargs)
         return MemoryLedger(
             static_gb=self.static_bytes / BYTES_PER_GB,
             activation_gb_per_sample=self.activation_bytes_per_sample / BYTES_PER_GB,
             device_gb=device_gb,
             reserve_fraction=reserve_fraction,
             blocks=blocks,
+            **kwargs,
         )
 
     def to_dict(self) -> dict[str, float]:
@@ -118,6 +133,7 @@ def measure_model_memory(
     loss_fn: Callable[[Any], torch.Tensor] | None = None,
     optimizer_factory: Callable[[Iterable[nn.Parameter]], torch.optim.Optimizer] | None = None,
     batch_size: int | None = None,
+    backward_working: bool = False,
 ) -> ModelMemory:
     """Measure ``model`` training on ``inputs``: one forward, backward and optimizer step.
 
@@ -126,6 +142,10 @@ def measure_model_memory(
     ``loss_fn(output)`` defaults to ``output.float().pow(2).mean()``;
     ``optimizer_factory(parameters)`` defaults to ``AdamW(parameters, lr=1e-3)``.
     ``batch_size`` defaults to the first dimension of the first input.
+
+    ``backward_working=True`` runs a second step and measures ``backward_working_bytes``: the peak memory during
+    its backward over the memory allocated just before it (gradients resident, activations saved), read from
+    ``torch.cuda.max_memory_allocated`` on CUDA and from the CPU profiler's memory events elsewhere.
     """
     inputs = tuple(inputs)
     if not inputs:
@@ -143,12 +163,16 @@ def measure_model_memory(
     params = list(work.parameters())
     optimizer = (optimizer_factory or (lambda ps: torch.optim.AdamW(ps, lr=1e-3)))(work.parameters())
     output, saved_bytes = _forward_saving(work, inputs)
-    loss = loss_fn(output) if loss_fn is not None else output.float().pow(2).mean()
+    loss = _loss(output, loss_fn)
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
         raise ValueError(f"loss_fn must return a one-element tensor, got {loss!r}")
     loss.backward()
     optimizer.step()
 
+    working = None
+    if backward_working:
+        del output, loss
+        working = _backward_working_bytes(work, inputs, loss_fn)
     state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
     return ModelMemory(
         parameter_bytes=sum(p.numel() * p.element_size() for p in params),
@@ -157,4 +181,39 @@ def measure_model_memory(
         activation_bytes=saved_bytes,
         batch_size=batch_size,
         buffer_bytes=storage_bytes(work.buffers()),
+        backward_working_bytes=working,
     )
+
+
+def _loss(output: Any, loss_fn: Callable[[Any], torch.Tensor] | None) -> torch.Tensor:
+    return loss_fn(output) if loss_fn is not None else output.float().pow(2).mean()
+
+
+def _backward_working_bytes(model: nn.Module, inputs: tuple[Any, ...], loss_fn) -> int:
+    """Peak bytes during one backward over the bytes allocated just before it (module doc of memory)."""
+    device = next(model.parameters()).device
+    if device.type == "cuda":
+        loss = _loss(model(*inputs), loss_fn)
+        torch.cuda.synchronize(device)
+        before = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        loss.backward()
+        torch.cuda.synchronize(device)
+        return max(0, torch.cuda.max_memory_allocated(device) - before)
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    # the forward runs inside the profiler too: the profiler records no free of a block allocated before it started
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        loss = _loss(model(*inputs), loss_fn)
+        with record_function("gpucost_lab: backward"):
+            loss.backward()
+    events = list(prof.profiler.kineto_results.events())
+    start = next(e.start_ns() for e in events if e.name() == "gpucost_lab: backward")
+    total, before, peak = 0, None, None
+    for e in sorted((e for e in events if e.name() == "[memory]"), key=lambda e: e.start_ns()):
+        if before is None and e.start_ns() >= start:
+            before = peak = total
+        total += e.nbytes()
+        if before is not None:
+            peak = max(peak, total)
+    return 0 if before is None else max(0, peak - before)
