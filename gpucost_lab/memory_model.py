@@ -41,7 +41,7 @@ its activations again: ``activations per block x ((blocks - 1) x keep + 1)``.
 Gradient accumulation: a global batch of B runs as K microbatches of B/K with one optimizer step. Memory follows
 the microbatch (gradients are added into the buffers static memory already holds); steps to a quality target
 follow the global batch. The time of one optimizer step follows the model measured in
-``benchmarks/accumulation_timing.py`` (figures in ``benchmarks/RESULTS.md``, part D):
+``benchmarks/accumulation_timing.py`` (figures in ``benchmarks/RESULTS.md``, "Gradient accumulation: step time"):
 
     T(B, K) = o + K x c + B x p        (per step, per microbatch, per sample)
 
@@ -76,8 +76,8 @@ SELECTIVE_SAVING_FRACTION = 0.70
 SELECTIVE_EXTRA_COMPUTE = 0.027
 # Full recomputation: one more forward per step, a forward being ~1/3 of forward + backward: 4/3 of the step.
 RECOMPUTE_STEP_TIME_FACTOR = 4.0 / 3.0
-# Measured (benchmarks/accumulation_timing.py, RESULTS.md part D): per-microbatch overhead c over the one-batch
-# step T(B, 1), MLP 784-1024-1024-10, AdamW, fp32, global batch 64, 1 thread on this course's 2-core CPU.
+# Measured (benchmarks/accumulation_timing.py; RESULTS.md, "Gradient accumulation: step time"): per-microbatch
+# overhead c over the one-batch step T(B, 1), MLP 784-1024-1024-10, AdamW, fp32, global batch 64, 1 thread on this course's 2-core CPU.
 MICROBATCH_OVERHEAD_FRACTION = 0.15
 
 

@@ -1,9 +1,10 @@
 """The capstone lab, optimization_plan: its release matches its source, hides what it must, and grades as the points say.
 
 Points (from the lab's own headings): 1 diagnose 3 (idle share 1, fix 2), 2 parity 3 (report 2, tolerance 1),
-3 memory 2, 4 cost to target 4 (costs 2, ratio 2), 5 decision 3 (decision 2, production 1), 6 principle 1 = 16;
-80% is 12.8, so 13 points pass and 12 fail. Sections 2 to 5 build on each other (parity -> costs -> decision, memory
--> decision); sections 1 and 6 stand alone, so they are the ones left out of the partial answer sets.
+3 cost to target 4 (costs 2, ratio 2), 4 memory 2 (largest microbatch 1, accumulation 1), 5 decision 3 (decision 2,
+production 1), 6 principle 1 = 16; 80% is 12.8, so 13 points pass and 12 fail. Sections 2 to 5 build on each other
+(parity -> costs -> decision, throughput -> memory plan -> decision); sections 1 and 6 stand alone, so they are the
+ones left out of the partial answer sets.
 """
 import csv
 import json
@@ -108,8 +109,8 @@ def _partial(tmp_path, answered: set) -> Path:
     return path
 
 
-ALL_ANSWERS = {"plan_diagnose", "plan_parity_runs", "plan_memory", "plan_throughput", "plan_release",
-               "plan_principle"}
+ALL_ANSWERS = {"plan_diagnose", "plan_parity_runs", "plan_memory", "plan_memory_fix", "plan_throughput",
+               "plan_release", "plan_principle"}
 
 
 def test_all_answers_are_listed():
@@ -143,8 +144,8 @@ def _tests_of(answer_gid: str) -> set:
 def test_points_per_section_match_the_docstring():
     source = _cells(nbformat.read(SOURCE, as_version=4))
     points = {gid: sum(_meta(source[t])["points"] for t in _tests_of(gid)) for gid in ALL_ANSWERS}
-    assert points == {"plan_diagnose": 3, "plan_parity_runs": 3, "plan_memory": 2, "plan_throughput": 4,
-                      "plan_release": 3, "plan_principle": 1}
+    assert points == {"plan_diagnose": 3, "plan_parity_runs": 3, "plan_throughput": 4, "plan_memory": 1,
+                      "plan_memory_fix": 1, "plan_release": 3, "plan_principle": 1}
 
 
 def test_instructor_workflow_from_the_readme(tmp_path):

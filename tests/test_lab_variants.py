@@ -17,6 +17,7 @@ from gpucost_lab.variants import lab_variant
 ROOT = Path(__file__).resolve().parents[1]
 LABS = ["profile_training_loop", "optimization_plan"]
 LAB1 = ROOT / "solutions" / "profile_training_loop" / "profile_training_loop.ipynb"
+LAB2 = ROOT / "solutions" / "optimization_plan" / "optimization_plan.ipynb"
 # lab 1's questions whose answer is a number of the learner's own job, with their points (from the lab's headings)
 NUMERIC = {"lab_run_cost": 1, "lab_overhead_share": 2, "lab_bound": 1, "lab_saving": 2, "lab_saved_usd": 1}
 
@@ -48,7 +49,8 @@ def test_every_hidden_block_is_announced_by_the_mark_in_source_and_release(lab):
 def test_no_test_hard_codes_the_self_study_job(lab):
     # the numbers come from the setup cell's names, which the grader computes for the learner's id
     for cell in _tests(ROOT / "solutions" / lab / f"{lab}.ipynb"):
-        for literal in ("2.10", "2_000_000_000", "0.10", '"eval_checkpoint_heavy"', '"dataloader_stall"', "8.0"):
+        for literal in ("2.10", "2_000_000_000", "0.10", '"eval_checkpoint_heavy"', '"dataloader_stall"', "8.0",
+                        "1e-4", "0.0001", "device_gb=24", "(24 *"):
             assert literal not in cell.source, (_meta(cell)["grade_id"], literal)
 
 
@@ -108,6 +110,34 @@ def test_the_method_scores_full_marks_for_any_learner_and_one_slip_costs_one_que
     report = grade(slip, student="carol", feedback_dir=tmp_path)
     assert (report.score, [f["cell"] for f in report.failed]) == (15, ["lab_bound"])
     assert "not 90%" in report.failed[0]["message"]
+
+
+def _lab2_with(tmp_path: Path, name: str, extra: dict | None = None) -> Path:
+    """Lab 2's solution as a learner submits it (markers gone), ``extra[grade_id]`` appended to that answer cell."""
+    nb = nbformat.read(LAB2, as_version=4)
+    for cell in nb.cells:
+        cell.source = "\n".join(line for line in cell.source.splitlines() if "### " not in line)
+        if _meta(cell).get("grade_id") in (extra or {}):
+            cell.source += "\n" + extra[_meta(cell)["grade_id"]]
+    path = tmp_path / name / "optimization_plan.ipynb"
+    path.parent.mkdir()
+    nbformat.write(nb, path)
+    return path
+
+
+@sandboxed
+def test_lab2_memory_plan_scores_for_any_learner_and_the_self_study_numbers_fail_it(tmp_path):
+    # the memory plan's method on alice's own scaled device: full marks
+    solution = grade(_lab2_with(tmp_path, "method"), student="alice", feedback_dir=tmp_path)
+    assert (solution.score, solution.passed) == (16, True), solution.failed
+    # the self-study job's answers, by hand: floor((100,000 x 0.9 - 63,072) / 640) = 42 samples; 64 runs as 2
+    # microbatches of 32, each optimizer step 1 + 0.15 as long. Alice's device binds harder (20 to 31 samples).
+    copied = _lab2_with(tmp_path, "copied", {"plan_memory": "max_microbatch = 42",
+                                              "plan_memory_fix": "accumulation_steps, step_time_factor = 2, 1.15"})
+    report = grade(copied, student="alice", feedback_dir=tmp_path)
+    # both memory questions, and the decision, whose nightly hours use the copied step-time factor
+    assert {f["cell"] for f in report.failed} == {"plan_max_microbatch", "plan_accumulation", "plan_decision"}
+    assert (report.score, report.passed) == (16 - 1 - 1 - 2, False)
 
 
 def test_self_check_says_how_many_points_also_depend_on_hidden_checks(tmp_path):

@@ -70,8 +70,8 @@ def kernel(name, ts, dur, stream=7, correlation=None):
 
 # ----------------------------------------------------------------------------------------------- HTA reference
 # Reference figures from HolisticTraceAnalysis (PyPI `traceinsight` 0.6.1, import name `hta`), obtained with
-#   python3 -m venv /tmp/htavenv && /tmp/htavenv/bin/pip install traceinsight
-#   /tmp/htavenv/bin/python benchmarks/hta_reference.py
+#   make .venv-hta/.installed   (the Makefile's recipe for HTA's environment)
+#   .venv-hta/bin/python benchmarks/hta_reference.py
 # which runs TraceAnalysis(trace_dir=<temp dir holding a copy of the fixture>).get_temporal_breakdown():
 #   sampled_rank0_gpu:   idle_time 321,378 us, compute_time 106,252 us, non_compute_time 172,428 us,
 #                        kernel_time (span) 600,058 us      -> busy = compute + non-compute = 278,680 us
