@@ -8,11 +8,13 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and fresh cloud machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help install lab test bench clean labs
+.PHONY: help install lab test bench bench-table clean labs
 
 help:
 	@echo "make lab    install (first run only) and start JupyterLab on the course"
 	@echo "make test   install (first run only) and run every test, notebooks included"
+	@echo "make bench  run the benchmarks, save benchmarks/results/ and regenerate benchmarks/RESULTS.md's table"
+	@echo "make bench-table  regenerate that table from the saved results only"
 	@echo "make clean  remove the virtual environment and caches"
 
 $(BIN)/python:
@@ -44,11 +46,12 @@ labs: install
 		echo "labs/$$lab/ regenerated from solutions/$$lab/"; \
 	done
 
-# Comparisons against reference tools, each a ratio measured in the same run (see benchmarks/RESULTS.md).
+# Comparisons against reference tools, each a ratio measured in the same run, or a bound (see benchmarks/RESULTS.md).
+# benchmarks/collect.py runs them (the list and each command: `benchmarks/collect.py --list`), saves each JSON line in
+# benchmarks/results/ and regenerates the table in benchmarks/RESULTS.md; `make bench-table` only regenerates it.
 # HolisticTraceAnalysis (PyPI: traceinsight) lives in its own environment: a benchmark-only reference.
 HTA_VENV ?= .venv-hta
-BENCHMARKS := timing_vs_torch_timer trace_vs_hta timeline_scale ledger_accuracy accumulation_timing widget_latency \
-	course_execution class_autograding async_device_sync
+BENCH_ARGS ?=
 
 # HTA at the release measured, and ijson, whose wheels carry the C backend (yajl2_c) that HTA's fastest parser
 # (ParserBackend.IJSON_BATCH_AND_COMPRESS) needs; trace_vs_hta runs HTA with that backend and with its default.
@@ -63,13 +66,10 @@ $(HTA_VENV)/.installed: Makefile | $(HTA_VENV)/bin/python
 	@touch $@
 
 bench: install $(HTA_VENV)/.installed
-	@for b in $(BENCHMARKS); do \
-		echo "== $$b"; \
-		extra=$$([ $$b = trace_vs_hta ] && echo "--hta-python $(HTA_VENV)/bin/python"); \
-		PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python benchmarks/$$b.py $$extra || exit 1; \
-	done
-	@echo "== compare_under_load (beside two busy processes)"
-	@benchmarks/under_load.sh $(BIN)/python benchmarks/compare_under_load.py
+	$(BIN)/python benchmarks/collect.py --python $(BIN)/python --hta-python $(HTA_VENV)/bin/python $(BENCH_ARGS)
+
+bench-table:
+	$(PYTHON) benchmarks/collect.py --render-only
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info

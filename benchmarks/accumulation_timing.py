@@ -45,6 +45,7 @@ import torch
 from torch import nn
 
 from gpucost_lab.contract import cpu_model
+from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 
 BATCHES = (32, 64, 128, 256)
 ACCUMULATION = (1, 2, 4, 8)
@@ -99,6 +100,7 @@ def main() -> None:
     configs = [(b, k) for b in BATCHES for k in ACCUMULATION]
     rng = random.Random(0)
     samples: dict[tuple[int, int], list[float]] = {c: [] for c in configs}
+    run = Run.start()
     started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     load_before = os.getloadavg()
     for _ in range(args.rounds):
@@ -127,7 +129,7 @@ def main() -> None:
         "benchmark": "accumulation_timing", "started": started, "load_average_before": load_before,
         "load_average_after": os.getloadavg(), "cpu_model": cpu_model(), "cpu_cores": os.cpu_count(),
         "threads": args.threads, "python": platform.python_version(), "torch": torch.__version__,
-        "rounds": args.rounds, "steps_per_round": args.steps,
+        "rounds": args.rounds, "steps_per_round": args.steps, "run": run.finish(),
         "fit": {"per_step_s": o, "per_microbatch_s": c, "per_sample_s": p},
         "overhead_fraction_by_batch": {str(b): c / (o + c + b * p) for b in BATCHES},
         "fit_at_each_batch": per_batch,

@@ -20,6 +20,7 @@ import time
 from gpucost_lab.async_device import AsyncDevice
 from gpucost_lab.contract import BenchmarkContract
 from gpucost_lab.timing import measure, measure_unsynchronized
+from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 
 
 def main() -> int:
@@ -29,6 +30,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--target-ratio", type=float, default=5.0)
     args = parser.parse_args()
+    run = Run.start()
 
     contract = BenchmarkContract.capture(inputs=[(256, 1024)], dtype="float32", device="cpu", warmup_steps=1,
                                          measured_steps=args.measured_steps, repeats=args.repeats,
@@ -44,7 +46,7 @@ def main() -> int:
     ratio = statistics.geometric_mean(synced.repeat_times_s) / statistics.geometric_mean(unsynced.repeat_times_s)
     floor_s = args.measured_steps * args.work_ms / 1e3
     result = {
-        "benchmark": "async_device_sync",
+        "benchmark": "async_device_sync", "run": run.finish(),
         "synchronized_repeat_times_s": list(synced.repeat_times_s),
         "unsynchronized_repeat_times_s": list(unsynced.repeat_times_s),
         "synchronized_at_least_the_work": min(synced.repeat_times_s) >= floor_s,

@@ -22,6 +22,7 @@ import torch
 from gpucost_lab.compare import MAX_WIDTH_FACTOR, compare_steps
 from gpucost_lab.contract import BenchmarkContract
 from gpucost_lab.workloads import ClassificationTask, TrainingStep
+from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 
 
 def one_run(kind: str, rounds: int, measured_steps: int) -> dict:
@@ -45,6 +46,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--measured-steps", type=int, default=40)
     args = parser.parse_args()
+    run = Run.start()
     torch.set_num_threads(1)
     aa = [one_run("A/A", args.rounds, args.measured_steps) for _ in range(args.runs)]
     ab = [one_run("A/B", args.rounds, args.measured_steps) for _ in range(args.runs)]
@@ -54,7 +56,7 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "compare_under_load", "cpu_model": BenchmarkContract.capture(inputs=[(1,)], device="cpu").cpu_model,
         "cpu_cores": os.cpu_count(), "python": platform.python_version(), "torch": torch.__version__,
-        "load_average_1min": os.getloadavg()[0], "rounds": args.rounds, "measured_steps": args.measured_steps,
+        "load_average_1min": os.getloadavg()[0], "run": run.finish(), "rounds": args.rounds, "measured_steps": args.measured_steps,
         "max_width_factor": MAX_WIDTH_FACTOR,
         "aa_runs": aa, "ab_runs": ab, "aa_inconclusive_or_contains_1": aa_ok, "ab_slower_inside_1.5_2.7": ab_ok,
         "targets": {"aa": f">= {need} of {args.runs}", "ab": f">= {need} of {args.runs}"},

@@ -26,6 +26,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
+from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
+
 ROOT = Path(__file__).resolve().parents[1]
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION", "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
 
@@ -73,6 +75,7 @@ def main() -> None:
     parser.add_argument("--cell-timeout", type=int, default=120)
     parser.add_argument("--only", default=None, help="run only notebooks whose path contains this (smoke tests)")
     args = parser.parse_args()
+    run = Run.start("nbclient", "nbconvert", "ipykernel")
     os.environ["GPUCOST_LAB_SELF_CHECK"] = "1"  # kernels inherit it: the lab's self-check cell does nothing
 
     notebooks = [(p, False) for p in sorted((ROOT / "chapters").glob("*.ipynb"))]
@@ -90,7 +93,7 @@ def main() -> None:
     kernel = [r["kernel_start_s"] for r in rows if r["kernel_start_s"] is not None]
     result = {
         "benchmark": "course_execution", "cpu": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(), "notebooks": rows,
+        "cpu_count": os.cpu_count(), "run": run.finish(), "notebooks": rows,
         "course_s": round(course_s, 1), "kernel_start_s_total": round(sum(kernel), 2),
         "execute_s_total": round(sum(r["execute_s"] or 0 for r in rows), 2),
         "slowest": max(rows, key=lambda r: r["total_s"])["notebook"] if rows else None,

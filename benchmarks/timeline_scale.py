@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
+
 
 def write_trace(path: str, n_events: int, gzipped: bool, launches_per_step: int = 1000) -> int:
     """A synthetic trace with ``n_events`` timeline events (plus flows), ``ProfilerStep#N`` annotations every
@@ -121,6 +123,7 @@ def main() -> None:
     if args.child:
         child(args.child[0], args.child[1] == "1")
         return
+    run = Run.start()
     load_before, sizes, rows = os.getloadavg(), [int(n) for n in args.events.split(",")], []
     for size in sizes:
         fd, path = tempfile.mkstemp(suffix=".json.gz" if args.gzip else ".json")
@@ -148,7 +151,7 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "timeline_scale", "gzip": args.gzip, "cpus": os.cpu_count(),
         "load_average_1_5_15_before": load_before, "load_average_1_5_15_after": os.getloadavg(),
-        "sizes": rows, "log_log_slopes": slopes, "targets_met": targets,
+        "run": run.finish(), "sizes": rows, "log_log_slopes": slopes, "targets_met": targets,
         "verdict": "pass" if all(targets.values()) else "short"}))
 
 

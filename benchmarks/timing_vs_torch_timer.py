@@ -38,6 +38,7 @@ from gpucost_lab.profile_to_cost import LinearWorkload
 from gpucost_lab.stats import Estimate
 from gpucost_lab.timing import measure
 from gpucost_lab.workloads import ClassificationTask, TrainingStep
+from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 
 
 def timer_run(step, threads: int, min_run_time: float):
@@ -117,6 +118,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.rounds < 2:
         parser.error(f"--rounds must be at least 2 (a CI across rounds needs two), got {args.rounds}")
+    run = Run.start()
     if args.threads:
         torch.set_num_threads(args.threads)
     threads = torch.get_num_threads()
@@ -144,7 +146,7 @@ def main() -> None:
     print(json.dumps({
         "benchmark": "timing_vs_torch_timer", "cpu_model": BenchmarkContract.capture(
             inputs=[(1,)], device="cpu").cpu_model, "cpu_cores": os.cpu_count(), "threads": threads,
-        "python": platform.python_version(), "torch": torch.__version__,
+        "python": platform.python_version(), "torch": torch.__version__, "run": run.finish(),
         "results": results,
         "harness_overhead_s_per_step": overhead.geomean, "harness_overhead_ci95_s": [overhead.ci95_low,
                                                                                   overhead.ci95_high],

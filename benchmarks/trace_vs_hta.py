@@ -152,7 +152,10 @@ def main() -> None:
         child(*args.child)
         return
     sys.path.insert(0, str(HERE))
+    from machine import Run
     from timeline_scale import write_trace
+
+    run = Run.start()
 
     load_before, started = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     fixtures = [] if args.skip_fixtures else [compare(n, FIXTURES / n, args.hta_python, 1) for n in GPU_TRACES]
@@ -181,7 +184,7 @@ def main() -> None:
         "benchmark": "trace_vs_hta", "started": started, "cpu_model": cpu_model(), "cpu_cores": os.cpu_count(),
         "load_average_1_5_15_before": load_before, "load_average_1_5_15_after": os.getloadavg(),
         "python": platform.python_version(), "torch": torch.__version__, "hta": synth["hta_version"],
-        "synthetic_events": n, "results": fixtures + [synth],
+        "synthetic_events": n, "run": run.finish(), "results": fixtures + [synth],
         "targets": {"synthetic": "busy and idle equal to HTA's; ours >= 10x faster than HTA's fastest backend "
                                  "(median load + breakdown and median process wall); ours < 400 MB peak RSS",
                     "fixtures": "busy and idle within 1% of HTA's (reported; not in the verdict: HTA counts "

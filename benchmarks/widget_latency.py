@@ -21,6 +21,7 @@ import sys
 import time
 
 from gpucost_lab.widgets import cost_predictor_widget, memory_ledger_widget
+from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 
 
 def _time_changes(set_value, values: list, warmup: int) -> list[float]:
@@ -72,6 +73,7 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--target-ms", type=float, default=30.0)
     args = parser.parse_args()
+    run = Run.start("ipywidgets", "matplotlib")
 
     ledger = memory_ledger_widget()
     predictor = cost_predictor_widget()
@@ -109,7 +111,7 @@ def main() -> int:
 
     over = [name for name, r in results.items() if r["median_ms"] > args.target_ms]
     print(json.dumps({"benchmark": "widget_latency", "target_median_ms": args.target_ms,
-                      "matplotlib_bar_reference_median_ms": reference_ms, "widgets": results,
+                      "matplotlib_bar_reference_median_ms": reference_ms, "widgets": results, "run": run.finish(),
                       "verdict": "short" if over else "pass"}))
     return 0  # the verdict says whether the target was met; a non-zero status means the benchmark itself broke
 
