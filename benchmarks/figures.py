@@ -229,7 +229,8 @@ def course(result: dict) -> tuple[str, str]:
 
 
 def grading(result: dict) -> tuple[str, str]:
-    figure = (f"{result['ratio_grade_class_to_reference']:.2f}x ({result['grade_class_per_min']:.1f} vs "
+    workers = f"{result['workers']} workers; " if "workers" in result else ""
+    figure = (f"{result['ratio_grade_class_to_reference']:.2f}x ({workers}{result['grade_class_per_min']:.1f} vs "
               f"{result['reference_per_min']:.1f} submissions/min; {result['n_submissions']} graded, "
               f"{result['reference_sample']} one by one); verdicts right for {result['verdicts_correct']} of "
               f"{result['n_submissions']}")

@@ -21,7 +21,7 @@ from . import cost, profile_to_cost, simulate, timeline  # noqa: E402  (after th
 from . import grading  # noqa: E402
 from ._validate import output_file  # noqa: E402
 from .device import DEVICE_CHOICES  # noqa: E402
-from . import cli_memory  # noqa: E402
+from . import cli_export, cli_grading, cli_memory  # noqa: E402
 from .plan import CANDIDATES  # noqa: E402
 from .simulate import SCENARIOS, SimConfig  # noqa: E402
 from .timeline.text import render_analysis  # noqa: E402
@@ -117,6 +117,8 @@ def _add_grading_parsers(sub) -> None:
     check.add_argument("--self-study", action="store_true", help="run the lab with the self-study numbers")
     for p in (grade, check):
         p.add_argument("--json", action="store_true", help="print one JSON object")
+    cli_grading.add_parser(sub)  # grade-class
+    cli_export.add_export_grades(sub)  # export-grades
 
 
 def _predict(args: argparse.Namespace) -> tuple[dict, str]:
@@ -219,9 +221,10 @@ def _self_check(args: argparse.Namespace) -> tuple[dict, str]:
 
 _FLAGS.update({"student": "--student", "learner": "--learner", "assignment": "--assignment", "source_root": "--source-root",
                "timeout_s": "--timeout"})
+_FLAGS.update(cli_grading.FLAGS)  # grade-class
 # grade: 0 when the submission passes, 1 when it does not; self-check: 0 when the visible tests reach the pass mark.
 _EXIT_STATUS = {"grade": lambda out: 0 if out["passed"] else 1,
-                "self-check": lambda out: 0 if out["reaches_pass_mark"] else 1}
+                "self-check": lambda out: 0 if out["reaches_pass_mark"] else 1, "grade-class": cli_grading.exit_status}
 
 def _plan(args: argparse.Namespace) -> tuple[dict, str]:
     from .plan import run_plan
@@ -259,7 +262,8 @@ def _plan(args: argparse.Namespace) -> tuple[dict, str]:
 _FIELD = re.compile(r"\b(?:" + "|".join(re.escape(k) for k in _FLAGS if "_" in k) + r")\b|\b(?:"
                     + "|".join(re.escape(k) for k in _FLAGS) + r")(?==)")
 _COMMANDS = {"ledger": cli_memory.ledger_command, "fix-oom": cli_memory.fix_oom_command, "predict": _predict, "profile-to-cost": _profile_to_cost, "analyze": _analyze,
-             "diff": _diff, "simulate": _simulate, "plan": _plan, "grade": _grade, "self-check": _self_check}
+             "diff": _diff, "simulate": _simulate, "plan": _plan, "grade": _grade, "self-check": _self_check,
+             "grade-class": cli_grading.grade_class_command}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

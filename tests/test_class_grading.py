@@ -69,5 +69,13 @@ def test_broken_submissions_are_error_rows(graded):
 def test_bad_arguments_are_refused(tmp_path):
     with pytest.raises(ValueError, match="workers"):
         grade_class(tmp_path, workers=0)
-    with pytest.raises(ValueError, match="not a directory"):
+    with pytest.raises(ValueError, match="does not exist"):
         find_submissions(tmp_path / "missing")
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(ValueError, match="not a directory"):
+        find_submissions(tmp_path / "a_file")
+    (tmp_path / "empty_class").mkdir()
+    with pytest.raises(ValueError, match="holds no submission"):
+        grade_class(tmp_path / "empty_class")
+    with pytest.raises(ValueError, match="timeout_s"):
+        grade_class(tmp_path, timeout_s=0)

@@ -17,12 +17,34 @@ Two tools, one rule:
 Both pass at ``PASS_MARK_PERCENT`` of the maximum score, compared in exact fractions of whole points
 (``meets_pass_mark``), so 8 of 10 passes and 7.99 of 10 does not, whatever the floating-point noise.
 """
-from .autograde import COURSE_ID, GradingError, _config, grade  # noqa: F401  (_config: tests read the nbgrader config)
-from .notebooks import DEFAULT_ASSIGNMENT, DEFAULT_TIMEOUT_S, default_source_root, detect_assignment
-from .passmark import PASS_MARK_PERCENT, SCORE_DECIMALS, meets_pass_mark, points_to_pass
-from .reports import HIDDEN_TESTS_NOTE, GradeReport, SelfCheckReport
-from .selfcheck import SELF_CHECK_ENV, self_check
+from __future__ import annotations
+
+import importlib
+
+# Where each public name lives. Loaded on first use (PEP 562), so that the learner's sandboxed kernel, which
+# imports ``gpucost_lab.grading.answers`` to send its answers, does not also load nbgrader, nbformat and jsonschema
+# (seconds of start-up in every graded kernel) through this package's ``__init__``.
+_EXPORTS = {
+    "autograde": ("COURSE_ID", "GradingError", "_config", "grade"),  # _config: tests read the nbgrader config
+    "notebooks": ("DEFAULT_ASSIGNMENT", "DEFAULT_TIMEOUT_S", "default_source_root", "detect_assignment"),
+    "passmark": ("PASS_MARK_PERCENT", "SCORE_DECIMALS", "meets_pass_mark", "points_to_pass"),
+    "reports": ("HIDDEN_TESTS_NOTE", "GradeReport", "SelfCheckReport"),
+    "selfcheck": ("SELF_CHECK_ENV", "self_check"),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = ["COURSE_ID", "DEFAULT_ASSIGNMENT", "DEFAULT_TIMEOUT_S", "GradeReport", "GradingError", "HIDDEN_TESTS_NOTE",
            "PASS_MARK_PERCENT", "SCORE_DECIMALS", "SELF_CHECK_ENV", "SelfCheckReport", "default_source_root",
            "detect_assignment", "grade", "meets_pass_mark", "points_to_pass", "self_check"]
+
+
+def __getattr__(name: str):
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

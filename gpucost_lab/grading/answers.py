@@ -26,6 +26,7 @@ MAX_ANSWER_CHARS = 16_000_000
 #: Deepest nesting of lists, tuples and objects accepted.
 MAX_DEPTH = 32
 _PLAIN = (type(None), bool, int, str)
+_NUMBERS = (int, float)  # exactly these types (not bool, not a subclass)
 
 
 @functools.lru_cache(maxsize=1)
@@ -184,7 +185,7 @@ def loads(text: str, name: str) -> Any:
         return Rejected(name, str(sent["__rejected__"])[:300])
     try:
         return _decode(sent["value"], 0)
-    except (KeyError, TypeError, ValueError, RecursionError) as err:
+    except (KeyError, TypeError, ValueError, RecursionError, ArithmeticError) as err:  # an int too large for a float
         return Rejected(name, f"it could not be rebuilt ({type(err).__name__}: {str(err)[:200]})")
 
 
@@ -240,10 +241,10 @@ def _rebuild(node: dict, depth: int) -> Any:
     if special == "timer":
         timer = cls(clock=lambda: 0.0, synchronize=lambda: None)
         records = []
-        for record in _list(node["records"]):
+        for record in _list(node["records"]):  # thousands in a long loop: checked without a generator per record
             phase, start, end = _list(record)
-            if type(phase) is not str or not all(type(x) in (int, float) and math.isfinite(x) for x in (start, end)) \
-                    or end < start:
+            if type(phase) is not str or type(start) not in _NUMBERS or type(end) not in _NUMBERS \
+                    or not (math.isfinite(start) and math.isfinite(end)) or end < start:
                 raise ValueError("a phase record that is not (name, start s, end s)")
             records.append((phase, float(start), float(end)))
         timer._records = records

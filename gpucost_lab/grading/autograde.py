@@ -1,8 +1,15 @@
-"""``grade``: one submission through nbgrader's steps in a throw-away course; scores read from its gradebook."""
+"""``grade``: one submission through nbgrader's steps in a throw-away course; scores read from its gradebook.
+
+The steps are separate so that a class is graded with the very same ones (:mod:`gpucost_lab.class_grading`):
+:func:`read_submission` checks the input, :func:`generate_course` runs ``generate_assignment`` (once per class
+there), :func:`autograde_in` runs ``autograde`` (and ``generate_feedback`` when asked) for one submission and
+reads its scores; with ``forget`` it then removes the submission, leaving the course as generated.
+"""
 from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import logging
 import os
 import re
@@ -199,6 +206,189 @@ def _root_cause(result: dict) -> str:
     return causes[-1] if causes else _one_line(result.get("error") or result.get("log") or "unknown error")
 
 
+@dataclasses.dataclass
+class Submission:
+    """One submission, read and checked: what grading it needs besides a course."""
+
+    path: Path
+    nb: object  # the notebook, as read
+    student: str  # the id it is graded under in the gradebook
+    learner: str  # the id its lab's numbers derive from ("" for the self-study lab)
+    root: Path  # the nbgrader source folder
+    assignment: str
+    notebook_name: str  # the source notebook it is graded against, as a file name
+
+
+def read_submission(notebook_path: str | os.PathLike, student: str | None = None, assignment: str | None = None,
+                    *, source_root: str | os.PathLike | None = None, self_study: bool = False) -> Submission:
+    """The submission at ``notebook_path``, checked as :func:`grade` describes; ``ValueError`` for unusable input."""
+    submission = Path(notebook_path)
+    learner = "" if student is None or self_study else _check_student(student)
+    student = _check_student("student" if student is None else student)
+    nb = _read_notebook(submission)
+    root = Path(source_root) if source_root is not None else default_source_root()
+    if not root.is_dir():
+        raise ValueError(f"source_root {root} is not a directory (give the nbgrader source folder, such as the "
+                         f"repository's solutions/)")
+    if assignment is None:
+        assignment = detect_assignment(root, nb) or DEFAULT_ASSIGNMENT
+    if not isinstance(assignment, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", assignment):
+        raise ValueError(f"assignment must be a folder name of letters, digits, '_', '.' or '-', got {assignment!r}")
+    source_nb_path = _source_notebook(root, assignment, nb, submission)
+    return Submission(submission, nb, student, learner, root, assignment, source_nb_path.name)
+
+
+@dataclasses.dataclass
+class Course:
+    """A throw-away nbgrader course in which one assignment has been generated (its gradebook and release)."""
+
+    path: Path
+    assignment: str
+    timeout_s: int
+    config: object  # the nbgrader configuration of this course (``_config``)
+    dirty: bool = False  # a submission could not be removed from it: not to be used for another
+
+
+def _convert(config, converter_class, **traits) -> str | None:
+    """Run one nbgrader converter in this process, as ``NbGraderAPI`` does; None, or why it failed."""
+    from nbgrader.coursedir import CourseDirectory
+
+    log = _quiet_logger()
+    coursedir = CourseDirectory(config=config, log=log, **traits)
+    converter = converter_class(coursedir=coursedir, config=config, log=log)
+    converter.force = True
+    result = _run(converter)
+    return None if result["success"] else _root_cause(result)
+
+
+def generate_course(course: str | os.PathLike, root: Path, assignment: str, timeout_s: int) -> Course:
+    """``nbgrader generate_assignment`` of ``root/assignment`` in the empty or new folder ``course``."""
+    from nbgrader.converters import GenerateAssignment
+
+    course = Path(course)
+    course.mkdir(parents=True, exist_ok=True)
+    course = course.resolve()
+    shutil.copytree(root / assignment, course / "source" / assignment,
+                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc"))
+    config = _config(course, timeout_s)
+    with _environment(PATH=_path_with_this_python()), _quiet_stderr():
+        problem = _convert(config, GenerateAssignment, assignment_id=assignment, student_id=".")
+    if problem:
+        raise GradingError(f"nbgrader could not generate assignment {assignment!r} from {root}: {problem}")
+    return Course(course, assignment, timeout_s, config)
+
+
+def copy_course(template: Course, course: str | os.PathLike) -> Course:
+    """A copy of a generated course (its source, release and gradebook) at ``course``, a new folder."""
+    course = Path(course).resolve()
+    shutil.copytree(template.path, course)
+    return Course(course, template.assignment, template.timeout_s, _config(course, template.timeout_s))
+
+
+def autograde_in(course: Course, sub: Submission, *, feedback: bool = True,
+                 feedback_dir: str | os.PathLike | None = None, forget: bool = False) -> GradeReport:
+    """Autograde ``sub`` in ``course`` (generated for its assignment) and read its scores from the gradebook.
+
+    With ``feedback``, ``nbgrader generate_feedback`` runs after the scores are in and its page is copied to
+    ``feedback_dir`` as ``<student>_<notebook stem>_feedback.html`` (default: beside the submission, as
+    ``<notebook stem>_feedback.html``). ``forget`` removes the student from the gradebook and their folders from
+    the course afterwards, leaving the course as generated, ready for the next submission.
+    """
+    from nbgrader.api import Gradebook
+    from nbgrader.converters import Autograde
+    import nbformat
+
+    if sub.assignment != course.assignment:
+        raise ValueError(f"assignment {sub.assignment!r} cannot be graded in a course of {course.assignment!r}")
+    assignment, student, name = sub.assignment, sub.student, sub.notebook_name
+    nb = copy.deepcopy(sub.nb)
+    config = course.config
+    config.SandboxedExecute.learner = sub.learner
+    folders = [course.path / step / student for step in ("submitted", "autograded", "feedback")]
+    try:
+        with _environment(PATH=_path_with_this_python()), _quiet_stderr():
+            released_nb = _read_notebook(course.path / "release" / assignment / name, "released notebook")
+            copies = _drop_duplicate_grade_ids(nb)
+            _restore_missing_grade_cells(nb, released_nb)
+            target = course.path / "submitted" / student / assignment / name
+            target.parent.mkdir(parents=True)
+            with _quiet_nbformat():
+                nbformat.write(nb, str(target))
+
+            problem = _convert(config, Autograde, assignment_id=assignment, student_id=student)
+            if problem:
+                raise ValueError(f"{sub.path}: nbgrader could not autograde it: {problem}")
+            autograded = _read_notebook(course.path / "autograded" / student / assignment / name,
+                                        "autograded notebook")
+            messages = _cell_messages(autograded, course.timeout_s)
+
+            order = {gid: i for i, gid in enumerate(_grade_ids(autograded))}
+            with Gradebook(config.CourseDirectory.db_url, COURSE_ID) as gb:
+                graded = gb.find_submission(assignment, student)
+                score, max_score = float(graded.score), float(graded.max_score)
+                grades = sorted((g for n in graded.notebooks for g in n.grades),
+                                key=lambda g: order.get(g.name, 1 << 30))
+                failed, pending = [], []
+                for g in grades:
+                    if g.needs_manual_grade:
+                        pending.append({"cell": g.name, "max_points": float(g.max_score)})
+                    elif _points(g.score) < _points(g.max_score):
+                        failed.append({"cell": g.name, "points": float(g.score), "max_points": float(g.max_score),
+                                       "message": messages.get(g.name) or "no response"})
+
+            feedback_html, notes = None, [f"cell {gid} appears more than once: the first is graded, the copy is "
+                                          "ignored" for gid in copies]
+            if feedback:
+                feedback_html = _feedback(config, sub, course.path, feedback_dir, notes)
+    finally:
+        if forget:
+            try:
+                _forget(course, student, folders)
+            except Exception:  # noqa: BLE001  (the grade stands; the course is not used again)
+                course.dirty = True
+
+    score, max_score = round(score, SCORE_DECIMALS), round(max_score, SCORE_DECIMALS)
+    return GradeReport(score=score, max_score=max_score, percent=_percent(score, max_score),
+                       passed=meets_pass_mark(score, max_score), failed=tuple(failed), pending_manual=tuple(pending),
+                       feedback_html=feedback_html, notes=tuple(notes))
+
+
+def _feedback(config, sub: Submission, course: Path, feedback_dir, notes: list) -> str | None:
+    """``generate_feedback`` for the graded ``sub``; the page's new path, or None with a note saying why not."""
+    from nbgrader.converters import GenerateFeedback
+
+    problem = _convert(config, GenerateFeedback, assignment_id=sub.assignment, student_id=sub.student)
+    produced = course / "feedback" / sub.student / sub.assignment / f"{Path(sub.notebook_name).stem}.html"
+    if problem:
+        notes.append(f"feedback not generated: {problem}")
+        return None
+    if not produced.exists():
+        return None
+    out_dir = Path(feedback_dir) if feedback_dir is not None else sub.path.resolve().parent
+    stem = sub.path.stem if feedback_dir is None else f"{sub.student}_{sub.path.stem}"
+    try:  # the grade does not depend on where its feedback could be written
+        out_dir.mkdir(parents=True, exist_ok=True)
+        dest = out_dir / f"{stem}_feedback.html"
+        shutil.copyfile(produced, dest)
+        return str(dest)
+    except OSError as err:
+        notes.append(f"feedback not written to {out_dir}: {err.strerror or err}")
+        return None
+
+
+def _forget(course: Course, student: str, folders: list[Path]) -> None:
+    """Remove ``student`` from the course's gradebook and folders: the course is again as it was generated."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(course.config.CourseDirectory.db_url, COURSE_ID) as gb:
+        try:
+            gb.remove_student(student)
+        except MissingEntry:
+            pass
+    for folder in folders:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def grade(notebook_path: str | os.PathLike, student: str | None = None, assignment: str | None = None,
           timeout_s: int = DEFAULT_TIMEOUT_S, *, source_root: str | os.PathLike | None = None,
           feedback_dir: str | os.PathLike | None = None, course_dir: str | os.PathLike | None = None,
@@ -210,108 +400,28 @@ def grade(notebook_path: str | os.PathLike, student: str | None = None, assignme
     ``self_study=True`` whatever the id.
 
     ``source_root`` is an nbgrader source directory holding ``<assignment>/<notebook>.ipynb`` (default:
-    :func:`default_source_root`); ``assignment`` defaults to the one whose cells the submission carries. The generated feedback is copied to ``feedback_dir`` (default: beside the
-    submission) as ``<notebook stem>_feedback.html``. The course is built in a temporary directory and removed,
-    unless ``course_dir`` names an empty or new directory to build it in and keep (to inspect the gradebook).
-    Raises ``ValueError`` naming the file and the problem for unusable input.
+    :func:`default_source_root`); ``assignment`` defaults to the one whose cells the submission carries. The
+    generated feedback is copied to ``feedback_dir`` (default: beside the submission) as
+    ``<notebook stem>_feedback.html``. The course is built in a temporary directory and removed, unless
+    ``course_dir`` names an empty or new directory to build it in and keep (to inspect the gradebook). Raises
+    ``ValueError`` naming the file and the problem for unusable input.
+
+    The steps are those of a whole class (:mod:`gpucost_lab.class_grading`), which generates the course once and
+    grades every submission in it: :func:`read_submission`, :func:`generate_course`, :func:`autograde_in`.
     """
-    from nbgrader.api import Gradebook
-    from nbgrader.converters import Autograde, GenerateAssignment, GenerateFeedback
-    from nbgrader.coursedir import CourseDirectory
-    import nbformat
-
-    submission = Path(notebook_path)
-    learner = "" if student is None or self_study else _check_student(student)
-    student = _check_student("student" if student is None else student)
+    if student is not None:
+        _check_student(student)  # the inputs are checked in the order they are given
     timeout_s = _check_timeout(timeout_s)
-    nb = _read_notebook(submission)
-    root = Path(source_root) if source_root is not None else default_source_root()
-    if not root.is_dir():
-        raise ValueError(f"source_root {root} is not a directory (give the nbgrader source folder, such as the "
-                         f"repository's solutions/)")
-    if assignment is None:
-        assignment = detect_assignment(root, nb) or DEFAULT_ASSIGNMENT
-    if not isinstance(assignment, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", assignment):
-        raise ValueError(f"assignment must be a folder name of letters, digits, '_', '.' or '-', got {assignment!r}")
-    source_nb_path = _source_notebook(root, assignment, nb, submission)
-
+    sub = read_submission(notebook_path, student, assignment, source_root=source_root, self_study=self_study)
     with contextlib.ExitStack() as stack:
         if course_dir is None:
-            course = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpucost-grade-")))
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpucost-grade-")))
         else:
-            course = Path(course_dir)
-            if course.exists() and any(course.iterdir()):
-                raise ValueError(f"course_dir {course} must be empty or new")
-            course.mkdir(parents=True, exist_ok=True)
-        course = course.resolve()
-        shutil.copytree(root / assignment, course / "source" / assignment,
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc"))
-        stack.enter_context(_environment(PATH=_path_with_this_python()))
-        stack.enter_context(_quiet_stderr())
-        config = _config(course, timeout_s)
-        config.SandboxedExecute.learner = learner
-        log = _quiet_logger()
-
-        def run(converter_class, **traits):
-            coursedir = CourseDirectory(config=config, log=log, **traits)
-            converter = converter_class(coursedir=coursedir, config=config, log=log)
-            converter.force = True
-            result = _run(converter)
-            return None if result["success"] else _root_cause(result)
-
-        problem = run(GenerateAssignment, assignment_id=assignment, student_id=".")
-        if problem:
-            raise GradingError(f"nbgrader could not generate assignment {assignment!r} from {root}: {problem}")
-
-        released_nb = _read_notebook(course / "release" / assignment / source_nb_path.name, "released notebook")
-        copies = _drop_duplicate_grade_ids(nb)
-        _restore_missing_grade_cells(nb, released_nb)
-        target = course / "submitted" / student / assignment / source_nb_path.name
-        target.parent.mkdir(parents=True)
-        with _quiet_nbformat():
-            nbformat.write(nb, str(target))
-
-        problem = run(Autograde, assignment_id=assignment, student_id=student)
-        if problem:
-            raise ValueError(f"{submission}: nbgrader could not autograde it: {problem}")
-        autograded = _read_notebook(course / "autograded" / student / assignment / source_nb_path.name,
-                                    "autograded notebook")
-        messages = _cell_messages(autograded, timeout_s)
-
-        problem = run(GenerateFeedback, assignment_id=assignment, student_id=student)
-        feedback_html, notes = None, [f"cell {gid} appears more than once: the first is graded, the copy is "
-                                      "ignored" for gid in copies]
-        produced = course / "feedback" / student / assignment / f"{source_nb_path.stem}.html"
-        if not problem and produced.exists():
-            out_dir = Path(feedback_dir) if feedback_dir is not None else submission.resolve().parent
-            stem = submission.stem if feedback_dir is None else f"{student}_{submission.stem}"
-            try:  # the grade does not depend on where its feedback could be written
-                out_dir.mkdir(parents=True, exist_ok=True)
-                dest = out_dir / f"{stem}_feedback.html"
-                shutil.copyfile(produced, dest)
-                feedback_html = str(dest)
-            except OSError as err:
-                notes.append(f"feedback not written to {out_dir}: {err.strerror or err}")
-        elif problem:
-            notes.append(f"feedback not generated: {problem}")
-
-        order = {gid: i for i, gid in enumerate(_grade_ids(autograded))}
-        with Gradebook(config.CourseDirectory.db_url, COURSE_ID) as gb:
-            sub = gb.find_submission(assignment, student)
-            score, max_score = float(sub.score), float(sub.max_score)
-            grades = sorted((g for n in sub.notebooks for g in n.grades), key=lambda g: order.get(g.name, 1 << 30))
-            failed, pending = [], []
-            for g in grades:
-                if g.needs_manual_grade:
-                    pending.append({"cell": g.name, "max_points": float(g.max_score)})
-                elif _points(g.score) < _points(g.max_score):
-                    failed.append({"cell": g.name, "points": float(g.score), "max_points": float(g.max_score),
-                                   "message": messages.get(g.name) or "no response"})
-
-    score, max_score = round(score, SCORE_DECIMALS), round(max_score, SCORE_DECIMALS)
-    return GradeReport(score=score, max_score=max_score, percent=_percent(score, max_score),
-                       passed=meets_pass_mark(score, max_score), failed=tuple(failed), pending_manual=tuple(pending),
-                       feedback_html=feedback_html, notes=tuple(notes))
+            folder = Path(course_dir)
+            if folder.exists() and any(folder.iterdir()):
+                raise ValueError(f"course_dir {folder} must be empty or new")
+        course = generate_course(folder, sub.root, sub.assignment, timeout_s)
+        return autograde_in(course, sub, feedback=True, feedback_dir=feedback_dir)
 
 
 class GradingError(RuntimeError):
