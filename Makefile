@@ -22,7 +22,7 @@ $(BIN)/python:
 
 # constraints.txt pins torch to the exact release the course is tested with; see README "GPU".
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[course,test]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[course,test,hub]"
 	@touch $@
 
 install: $(STAMP)
@@ -31,7 +31,7 @@ lab: install
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
 		--ServerApp.port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
-test: install
+test: install hub-proxy
 	$(BIN)/python -m pytest tests
 	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider chapters
 
@@ -73,3 +73,30 @@ bench-table:
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
+
+# The course on a JupyterHub (deploy/hub/README.md). The hub's proxy, configurable-http-proxy, is an npm package:
+# installed into deploy/hub/node_modules (ignored by git), never globally. Without npm the hub tests skip, loudly.
+HUB_DIR := deploy/hub
+CHP := $(HUB_DIR)/node_modules/.bin/configurable-http-proxy
+HUB_PORT ?= 8000
+HUB_LEARNERS ?= 3
+HUB_STATE ?= $(HUB_DIR)/state
+
+.PHONY: hub hub-proxy hub-load
+
+$(CHP): $(HUB_DIR)/package.json
+	npm install --prefix $(HUB_DIR) --no-package-lock --no-audit --no-fund --loglevel=error
+	@touch $@
+
+hub-proxy:
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory $(CHP); \
+	else echo "*** npm is missing: configurable-http-proxy cannot be installed and the JupyterHub tests (tests/hub) will be SKIPPED; install Node.js and npm (Debian: apt-get install -y nodejs npm)"; fi
+
+# A demo class on http://127.0.0.1:$(HUB_PORT)/: the instructor and learner1..N, the lab released (Ctrl-C stops it).
+hub: install hub-proxy
+	$(BIN)/python $(HUB_DIR)/hubctl.py start --state $(HUB_STATE) --port $(HUB_PORT) --learners $(HUB_LEARNERS) \
+		$(if $(HUB_PASSWORD),--password "$(HUB_PASSWORD)")
+
+# The end-to-end hub class at scale (tests/hub/test_hub_load.py): 30 learners submitting at once, graded (minutes).
+hub-load: install hub-proxy
+	GPUCOST_HUB_LOAD=1 $(BIN)/python -m pytest -p no:cacheprovider -s tests/hub/test_hub_load.py

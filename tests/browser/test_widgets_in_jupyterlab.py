@@ -27,6 +27,7 @@ which drives that browser; Playwright's own browser download is never used.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -131,9 +132,9 @@ def _stop(proc: subprocess.Popen) -> None:
             pass
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    """Headless Debian Chromium, driven by Playwright, with a fresh profile (user data dir)."""
+@contextlib.contextmanager
+def chromium_context(profile: Path):
+    """Headless Debian Chromium, driven by Playwright, with the profile (user data dir) ``profile``; always closed."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"Chromium is not installed at {CHROMIUM}: run `apt-get install -y chromium` "
                     "(as root; `.ci/run` does it when it is missing), or point GPUCOST_CHROMIUM at a Chromium binary",
@@ -143,9 +144,6 @@ def browser(tmp_path_factory):
     except ImportError:
         pytest.fail("the Python package `playwright` is missing: "
                     '.venv/bin/python -m pip install -c constraints.txt -e ".[course,test]"', pytrace=False)
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    for old in ARTIFACTS.glob("*.png"):  # this run's screenshots only
-        old.unlink()
     pw = sync_playwright().start()
     context = None
     try:
@@ -159,6 +157,15 @@ def browser(tmp_path_factory):
                 context.close()
         finally:
             pw.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    """Headless Debian Chromium with a fresh profile."""
+    for old in ARTIFACTS.glob("*.png"):  # this run's screenshots only
+        old.unlink()
+    with chromium_context(tmp_path_factory.mktemp("chromium-profile")) as context:
+        yield context
 
 
 @pytest.fixture
