@@ -37,7 +37,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -51,7 +50,7 @@ LOAD_FRACTION = 0.5
 # the figure of each row: benchmarks/figures.py (imported from this folder, run as a script or loaded by path)
 sys.path.insert(0, str(HERE))
 from figures import (  # noqa: E402
-    NOT_RUN, Row, ratio, seconds, timer_medians, timer_overhead, hta_busy_idle, hta_speed, hta_speed_all_targets,
+    NOT_RUN, Row, timer_medians, timer_overhead, hta_busy_idle, hta_speed, hta_speed_all_targets,
     hta_rss, hta_fixtures, scale_linear, scale_memory, scale_1m, ledger_activations, ledger_four_x, ledger_peaks,
     accumulation, widgets, course, grading, async_device, compare_load)
 

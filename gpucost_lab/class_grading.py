@@ -21,11 +21,10 @@ import concurrent.futures
 import hashlib
 import multiprocessing
 import os
-import re
 import tempfile
 from pathlib import Path
 
-from .grading.notebooks import DEFAULT_TIMEOUT_S, _check_timeout, default_source_root
+from .grading.notebooks import DEFAULT_TIMEOUT_S, _check_assignment, _check_source_root, _check_timeout
 
 COLUMNS = ["student", "score", "max_score", "percent", "passed", "error"]
 _ALLOWED = "allowed: a folder holding <student>/<notebook>.ipynb or <student>.ipynb, one per student"
@@ -173,15 +172,9 @@ def _check_workers(workers: object) -> int:
 
 
 def _source(source_root: str | os.PathLike | None, assignment: str | None) -> Path:
-    root = Path(source_root) if source_root is not None else default_source_root()
-    if not root.is_dir():
-        raise ValueError(f"source_root {str(root)!r} is not a directory; allowed: the nbgrader source folder, such "
-                         f"as the repository's solutions/")
+    root = _check_source_root(source_root)
     if assignment is not None:
-        if not isinstance(assignment, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", assignment):
-            raise ValueError(f"assignment must be a folder name of letters, digits, '_', '.' or '-', got "
-                             f"{assignment!r}")
-        if not (root / assignment).is_dir():
+        if not (root / _check_assignment(assignment)).is_dir():
             labs = ", ".join(sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")))
             raise ValueError(f"assignment {assignment!r} has no folder in {root}; allowed: {labs or 'none there'}")
     return root.resolve()

@@ -150,12 +150,17 @@ def canvas_rows(grades: list[Grade], canvas_ids: dict[str, str] | None = None) -
     for learner in _learners(grades):
         name = f"{learner.last_name}, {learner.first_name}" if learner.last_name and learner.first_name \
             else (learner.last_name or learner.first_name or learner.student_id)
-        row = [name, "", "", learner.student_id, ""]
-        for a in assignments:
-            g = by.get((learner.student_id, a))
-            row += [_score(g.score), CANVAS_PASSED[g.passed]] if g else ["", ""]
-        rows.append(row)
+        rows.append([name, "", "", learner.student_id, ""] + _score_cells(by, learner, assignments, CANVAS_PASSED))
     return rows
+
+
+def _score_cells(by: dict, learner: Grade, assignments: list[str], passed_words: dict) -> list[str]:
+    """The score and pass cells of ``learner`` for each assignment, empty where they have no grade."""
+    cells = []
+    for a in assignments:
+        g = by.get((learner.student_id, a))
+        cells += [_score(g.score), passed_words[g.passed]] if g else ["", ""]
+    return cells
 
 
 def moodle_rows(grades: list[Grade]) -> list[list[str]]:
@@ -167,11 +172,8 @@ def moodle_rows(grades: list[Grade]) -> list[list[str]]:
         header += [a, f"{a} passed"]
     rows = [header]
     for learner in _learners(grades):
-        row = [learner.first_name, learner.last_name, learner.student_id, learner.email]
-        for a in assignments:
-            g = by.get((learner.student_id, a))
-            row += [_score(g.score), MOODLE_PASSED[g.passed]] if g else ["", ""]
-        rows.append(row)
+        rows.append([learner.first_name, learner.last_name, learner.student_id, learner.email]
+                    + _score_cells(by, learner, assignments, MOODLE_PASSED))
     return rows
 
 

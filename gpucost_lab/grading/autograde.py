@@ -19,9 +19,9 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from .notebooks import (_ANSI, DEFAULT_ASSIGNMENT, DEFAULT_TIMEOUT_S, _check_student, _check_timeout, _grade_ids,
-                        _nbgrader_meta, _one_line, _quiet_nbformat, _read_notebook, _source_notebook,
-                        default_source_root, detect_assignment)
+from .notebooks import (_ANSI, DEFAULT_ASSIGNMENT, DEFAULT_TIMEOUT_S, _check_assignment, _check_source_root,
+                        _check_student, _check_timeout, _grade_ids, _nbgrader_meta, _one_line, _quiet_nbformat,
+                        _read_notebook, _source_notebook, detect_assignment)
 from .passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark
 from .reports import GradeReport
 
@@ -226,14 +226,9 @@ def read_submission(notebook_path: str | os.PathLike, student: str | None = None
     learner = "" if student is None or self_study else _check_student(student)
     student = _check_student("student" if student is None else student)
     nb = _read_notebook(submission)
-    root = Path(source_root) if source_root is not None else default_source_root()
-    if not root.is_dir():
-        raise ValueError(f"source_root {root} is not a directory (give the nbgrader source folder, such as the "
-                         f"repository's solutions/)")
-    if assignment is None:
-        assignment = detect_assignment(root, nb) or DEFAULT_ASSIGNMENT
-    if not isinstance(assignment, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", assignment):
-        raise ValueError(f"assignment must be a folder name of letters, digits, '_', '.' or '-', got {assignment!r}")
+    root = _check_source_root(source_root)
+    assignment = _check_assignment(detect_assignment(root, nb) or DEFAULT_ASSIGNMENT if assignment is None
+                                   else assignment)
     source_nb_path = _source_notebook(root, assignment, nb, submission)
     return Submission(submission, nb, student, learner, root, assignment, source_nb_path.name)
 

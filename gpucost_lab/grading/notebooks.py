@@ -131,3 +131,19 @@ def _check_timeout(timeout_s: object) -> int:
             or not 1 <= timeout_s <= 3600:
         raise ValueError(f"timeout_s must be a whole number of seconds from 1 to 3600, got {timeout_s!r}")
     return int(timeout_s)
+
+
+def _check_source_root(source_root: str | os.PathLike | None) -> Path:
+    """The nbgrader source folder (default: :func:`default_source_root`); ``ValueError`` unless it is a folder."""
+    root = Path(source_root) if source_root is not None else default_source_root()
+    if not root.is_dir():
+        raise ValueError(f"source_root {str(root)!r} is not a directory; allowed: the nbgrader source folder, such "
+                         f"as the repository's solutions/")
+    return root
+
+
+def _check_assignment(assignment: object) -> str:
+    """``assignment`` if it is a plain folder name; ``ValueError`` otherwise."""
+    if not isinstance(assignment, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", assignment):
+        raise ValueError(f"assignment must be a folder name of letters, digits, '_', '.' or '-', got {assignment!r}")
+    return assignment
