@@ -8,7 +8,7 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and fresh cloud machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help install lab test bench bench-table clean labs
+.PHONY: help install lab lint test bench bench-table clean labs
 
 help:
 	@echo "make lab    install (first run only) and start JupyterLab on the course"
@@ -31,7 +31,13 @@ lab: install
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
 		--ServerApp.port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
-test: install hub-proxy
+# Lint and format check of the package, tests, benchmarks and deploy (settings in pyproject.toml, [tool.ruff]);
+# notebooks are left out. `$(BIN)/ruff format .` applies the format.
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: install hub-proxy lint
 	$(BIN)/python -m pytest tests
 	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider chapters
 

@@ -6,6 +6,7 @@ so `nbgrader generate_assignment profile_training_loop --force` writes
 gradebook and the grading folders (`submitted/`, `autograded/`, `feedback/`) live at the root and are ignored
 by git: they hold learners' work and never belong in the repository.
 """
+
 import os
 
 c = get_config()  # noqa: F821  (provided by traitlets when nbgrader loads this file)

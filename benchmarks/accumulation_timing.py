@@ -30,6 +30,7 @@ absolute times depend on the machine.
 
 Prints one JSON line; exit 0 even when short.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,10 +43,10 @@ import time
 
 import numpy as np
 import torch
+from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 from torch import nn
 
 from gpucost_lab.contract import cpu_model
-from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 
 BATCHES = (32, 64, 128, 256)
 ACCUMULATION = (1, 2, 4, 8)
@@ -53,12 +54,14 @@ ACCUMULATION = (1, 2, 4, 8)
 
 def make_model() -> nn.Module:
     torch.manual_seed(0)
-    return nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
-                         nn.Linear(1024, 10))
+    return nn.Sequential(
+        nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)
+    )
 
 
-def optimizer_step(model: nn.Module, opt: torch.optim.Optimizer, chunks: list[torch.Tensor],
-                   targets: list[torch.Tensor]) -> None:
+def optimizer_step(
+    model: nn.Module, opt: torch.optim.Optimizer, chunks: list[torch.Tensor], targets: list[torch.Tensor]
+) -> None:
     """One optimizer step over the microbatches ``chunks``: each loss scaled by 1/K so the update equals one
     batch's."""
     opt.zero_grad(set_to_none=True)
@@ -115,28 +118,49 @@ def main() -> None:
         measured = medians[(b, k)] / medians[(b, 1)]
         f = c / (o + c + b * p)
         model_factor = 1 + (k - 1) * f
-        rows.append({"batch": b, "accumulation_steps": k, "microbatch": b // k,
-                     "step_time_ms": medians[(b, k)] * 1e3, "measured_factor": measured,
-                     "model_factor": model_factor, "model_over_measured": model_factor / measured,
-                     "overhead_fraction": f})
+        rows.append(
+            {
+                "batch": b,
+                "accumulation_steps": k,
+                "microbatch": b // k,
+                "step_time_ms": medians[(b, k)] * 1e3,
+                "measured_factor": measured,
+                "model_factor": model_factor,
+                "model_over_measured": model_factor / measured,
+                "overhead_fraction": f,
+            }
+        )
     worst = max(abs(r["model_over_measured"] - 1) for r in rows)
     # the same line fitted at each batch alone: is c the same whatever the batch (a per-microbatch cost)?
     per_batch = {}
     for b in BATCHES:
         slope, intercept = np.polyfit(ACCUMULATION, [medians[(b, k)] for k in ACCUMULATION], 1)
         per_batch[str(b)] = {"per_microbatch_s": float(slope), "overhead_fraction": float(slope / (intercept + slope))}
-    print(json.dumps({
-        "benchmark": "accumulation_timing", "started": started, "load_average_before": load_before,
-        "load_average_after": os.getloadavg(), "cpu_model": cpu_model(), "cpu_cores": os.cpu_count(),
-        "threads": args.threads, "python": platform.python_version(), "torch": torch.__version__,
-        "rounds": args.rounds, "steps_per_round": args.steps, "run": run.finish(),
-        "fit": {"per_step_s": o, "per_microbatch_s": c, "per_sample_s": p},
-        "overhead_fraction_by_batch": {str(b): c / (o + c + b * p) for b in BATCHES},
-        "fit_at_each_batch": per_batch,
-        "results": rows, "worst_model_error": worst,
-        "targets": {"model_factor": "within 10% of the measured factor at every (batch, accumulation_steps)"},
-        "verdict": "pass" if worst <= 0.10 else "short"}))
-
+    print(
+        json.dumps(
+            {
+                "benchmark": "accumulation_timing",
+                "started": started,
+                "load_average_before": load_before,
+                "load_average_after": os.getloadavg(),
+                "cpu_model": cpu_model(),
+                "cpu_cores": os.cpu_count(),
+                "threads": args.threads,
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+                "rounds": args.rounds,
+                "steps_per_round": args.steps,
+                "run": run.finish(),
+                "fit": {"per_step_s": o, "per_microbatch_s": c, "per_sample_s": p},
+                "overhead_fraction_by_batch": {str(b): c / (o + c + b * p) for b in BATCHES},
+                "fit_at_each_batch": per_batch,
+                "results": rows,
+                "worst_model_error": worst,
+                "targets": {"model_factor": "within 10% of the measured factor at every (batch, accumulation_steps)"},
+                "verdict": "pass" if worst <= 0.10 else "short",
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

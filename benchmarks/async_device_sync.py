@@ -9,6 +9,7 @@ reference, measured in the same run; the verdict is "pass" when the unsynchroniz
 This was a unit test's assertion until issue 11: a real-time ratio depends on the machine's load, so the unit test
 (tests/test_async_device.py) now runs the device on a clock that counts the work done instead.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -17,10 +18,11 @@ import statistics
 import sys
 import time
 
+from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
+
 from gpucost_lab.async_device import AsyncDevice
 from gpucost_lab.contract import BenchmarkContract
 from gpucost_lab.timing import measure, measure_unsynchronized
-from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 
 
 def main() -> int:
@@ -32,10 +34,18 @@ def main() -> int:
     args = parser.parse_args()
     run = Run.start()
 
-    contract = BenchmarkContract.capture(inputs=[(256, 1024)], dtype="float32", device="cpu", warmup_steps=1,
-                                         measured_steps=args.measured_steps, repeats=args.repeats,
-                                         model_name=f"sleep({args.work_ms} ms) on AsyncDevice", parameter_count=0)
+    contract = BenchmarkContract.capture(
+        inputs=[(256, 1024)],
+        dtype="float32",
+        device="cpu",
+        warmup_steps=1,
+        measured_steps=args.measured_steps,
+        repeats=args.repeats,
+        model_name=f"sleep({args.work_ms} ms) on AsyncDevice",
+        parameter_count=0,
+    )
     with AsyncDevice() as dev:
+
         def step():
             dev.launch(lambda: time.sleep(args.work_ms / 1e3))
 
@@ -46,7 +56,8 @@ def main() -> int:
     ratio = statistics.geometric_mean(synced.repeat_times_s) / statistics.geometric_mean(unsynced.repeat_times_s)
     floor_s = args.measured_steps * args.work_ms / 1e3
     result = {
-        "benchmark": "async_device_sync", "run": run.finish(),
+        "benchmark": "async_device_sync",
+        "run": run.finish(),
         "synchronized_repeat_times_s": list(synced.repeat_times_s),
         "unsynchronized_repeat_times_s": list(unsynced.repeat_times_s),
         "synchronized_at_least_the_work": min(synced.repeat_times_s) >= floor_s,

@@ -10,12 +10,14 @@ Submissions (16 points, 13 pass; the verdict each is generated to have, by hand 
   answer loops forever, interrupted at the per-cell timeout, 13/16 pass;  ``broken``: malformed JSON, an error row.
 
 Every row's verdict (and score) is compared with the generated one. Throughput: submissions per minute of
-``grade_class(workers=W)`` over all N (W: its default, one more than the cores, unless ``--workers``), and of ``nbgrader autograde LAB --student ID`` run one by one in one
+``grade_class(workers=W)`` over all N (W: its default, one more than the cores, unless ``--workers``),
+and of ``nbgrader autograde LAB --student ID`` run one by one in one
 course directory (``generate_assignment`` once, not counted, reported apart) over a sample covering every kind;
 their ratio is the speed-up. Both use the same per-cell timeout (the reference course's ``SandboxedExecute`` and
 ``Execute`` limits are set to it) and grade each learner with their own numbers; the reference's scores, read
 from its gradebook, are checked against the same expected ones. Prints one JSON line; exits 0 even when short.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,12 +39,38 @@ SOURCE = ROOT / "solutions" / LAB / f"{LAB}.ipynb"
 RELEASE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
 
 # kind -> (expected score, expected passed); None score = an error row
-EXPECTED = {"full": (16, True), "no_dominant": (13, True), "no_dominant_correlate": (12, False),
-            "blank": (0, False), "exception": (13, True), "loop": (13, True), "broken": (None, False)}
+EXPECTED = {
+    "full": (16, True),
+    "no_dominant": (13, True),
+    "no_dominant_correlate": (12, False),
+    "blank": (0, False),
+    "exception": (13, True),
+    "loop": (13, True),
+    "broken": (None, False),
+}
 # one block of 20, repeated: 6 full, 3 + 3 partial, 3 blank, 2 exception, 2 loop, 1 broken
-PATTERN = (["full", "no_dominant", "no_dominant_correlate", "blank", "full", "exception", "full", "loop",
-            "no_dominant", "broken", "full", "no_dominant_correlate", "blank", "full", "exception",
-            "no_dominant", "loop", "full", "no_dominant_correlate", "blank"])
+PATTERN = [
+    "full",
+    "no_dominant",
+    "no_dominant_correlate",
+    "blank",
+    "full",
+    "exception",
+    "full",
+    "loop",
+    "no_dominant",
+    "broken",
+    "full",
+    "no_dominant_correlate",
+    "blank",
+    "full",
+    "exception",
+    "no_dominant",
+    "loop",
+    "full",
+    "no_dominant_correlate",
+    "blank",
+]
 
 
 def _meta(cell):
@@ -63,12 +91,15 @@ def _lever(student: str) -> str:
 def _submission(kind: str, student: str):
     source = {_meta(c)["grade_id"]: c for c in nbformat.read(SOURCE, as_version=4).cells if _meta(c).get("grade_id")}
     nb = nbformat.read(RELEASE, as_version=4)
-    left_out = {"blank": set(source), "no_dominant": {"lab_dominant"},
-                "no_dominant_correlate": {"lab_dominant", "lab_correlate"}}.get(kind, set())
+    left_out = {
+        "blank": set(source),
+        "no_dominant": {"lab_dominant"},
+        "no_dominant_correlate": {"lab_dominant", "lab_correlate"},
+    }.get(kind, set())
     for cell in nb.cells:
         gid = _meta(cell).get("grade_id")
         if _meta(cell).get("solution") and gid not in left_out:
-            cell.source = "\n".join(l for l in source[gid].source.splitlines() if "### " not in l)
+            cell.source = "\n".join(ln for ln in source[gid].source.splitlines() if "### " not in ln)
             if gid == "lab_decide":
                 cell.source = re.sub(r'^lever = ".*"$', f"lever = {_lever(student)!r}", cell.source, flags=re.M)
         if gid == "lab_dominant" and kind == "exception":
@@ -115,14 +146,21 @@ def one_by_one(class_dir: Path, students: list[str], timeout_s: int, work: Path)
     # the same per-cell limit as grade_class: the course config sets it for the sandboxed step (30 s) and for
     # nbgrader's own Execute; both are overridden
     (course / "nbgrader_config.py").write_text(
-        config + f"\nc.SandboxedExecute.timeout = {timeout_s}\nc.Execute.timeout = {timeout_s}\n", encoding="utf-8")
+        config + f"\nc.SandboxedExecute.timeout = {timeout_s}\nc.Execute.timeout = {timeout_s}\n", encoding="utf-8"
+    )
     bin_dir = Path(sys.executable).parent
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
 
     def nbgrader(*args) -> tuple[float, int]:
         t0 = time.perf_counter()
-        proc = subprocess.run([str(bin_dir / "nbgrader"), *args, "--log-level=ERROR"], cwd=course, env=env,
-                              capture_output=True, text=True, timeout=900)
+        proc = subprocess.run(
+            [str(bin_dir / "nbgrader"), *args, "--log-level=ERROR"],
+            cwd=course,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         return time.perf_counter() - t0, proc.returncode
 
     setup_s, rc = nbgrader("generate_assignment", LAB, "--force")
@@ -171,8 +209,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=100, help="submissions graded with grade_class")
     parser.add_argument("--sample", type=int, default=10, help="submissions graded one by one (reference)")
-    parser.add_argument("--workers", type=int, default=None,
-                        help="grade_class worker processes (default: its own, one more than the cores)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="grade_class worker processes (default: its own, one more than the cores)",
+    )
     parser.add_argument("--timeout", type=int, default=5, help="per-cell timeout (s), both ways (the loop's cost)")
     parser.add_argument("--min-ratio", type=float, default=3.5, help="target: grade_class rate / one-by-one rate")
     args = parser.parse_args()
@@ -197,8 +239,15 @@ def main() -> None:
             score, passed = EXPECTED[kinds[row.student]]
             got_score = None if row.error is not None else row.score
             if bool(row.passed) != passed or got_score != score or ((score is None) != (row.error is not None)):
-                wrong.append({"student": row.student, "kind": kinds[row.student], "score": got_score,
-                              "passed": bool(row.passed), "error": row.error})
+                wrong.append(
+                    {
+                        "student": row.student,
+                        "kind": kinds[row.student],
+                        "score": got_score,
+                        "passed": bool(row.passed),
+                        "error": row.error,
+                    }
+                )
 
         sample = stratified_sample(kinds, args.sample)
         ref = one_by_one(class_dir, sample, args.timeout, work)
@@ -208,8 +257,9 @@ def main() -> None:
     ref_wrong = []
     for student, got in ref["scores"].items():
         score, passed = EXPECTED[kinds[student]]
-        if (got is None) != (score is None) or (got is not None and (got[0] != score or
-                                                                      meets_pass_mark(*got) != passed)):
+        if (got is None) != (score is None) or (
+            got is not None and (got[0] != score or meets_pass_mark(*got) != passed)
+        ):
             ref_wrong.append({"student": student, "kind": kinds[student], "score": got})
     parallel_per_min = 60 * args.n / parallel_s
     reference_per_min = 60 * len(sample) / reference_s
@@ -217,19 +267,29 @@ def main() -> None:
     mix = {kind: list(kinds.values()).count(kind) for kind in EXPECTED}
     correct = args.n - len(wrong)
     result = {
-        "benchmark": "class_autograding", "lab": LAB, "n_submissions": args.n, "mix": mix,
-        "workers": args.workers, "cpu_count": os.cpu_count(), "cell_timeout_s": args.timeout,
+        "benchmark": "class_autograding",
+        "lab": LAB,
+        "n_submissions": args.n,
+        "mix": mix,
+        "workers": args.workers,
+        "cpu_count": os.cpu_count(),
+        "cell_timeout_s": args.timeout,
         "load_average_1min_before": round(load_before, 2),
         "cores_busy_percent": {"grade_class": _busy_percent(cpu0, cpu1), "reference": _busy_percent(cpu1, cpu2)},
-        "grade_class_s": round(parallel_s, 1), "grade_class_per_min": round(parallel_per_min, 2),
-        "verdicts_correct": correct, "wrong": wrong,
+        "grade_class_s": round(parallel_s, 1),
+        "grade_class_per_min": round(parallel_per_min, 2),
+        "verdicts_correct": correct,
+        "wrong": wrong,
         "reference": "nbgrader autograde --student, one by one, one course directory",
-        "reference_sample": len(sample), "reference_sample_mix": {k: [kinds[s] for s in sample].count(k) for k in EXPECTED},
+        "reference_sample": len(sample),
+        "reference_sample_mix": {k: [kinds[s] for s in sample].count(k) for k in EXPECTED},
         "reference_generate_assignment_s": round(ref["setup_s"], 2),
         "reference_autograde_s_each": [round(t, 2) for t in ref["times_s"]],
         "reference_returncodes": ref["returncodes"],
-        "reference_verdicts_correct": len(sample) - len(ref_wrong), "reference_wrong": ref_wrong,
-        "reference_s": round(reference_s, 1), "reference_per_min": round(reference_per_min, 2),
+        "reference_verdicts_correct": len(sample) - len(ref_wrong),
+        "reference_wrong": ref_wrong,
+        "reference_s": round(reference_s, 1),
+        "reference_per_min": round(reference_per_min, 2),
         "ratio_grade_class_to_reference": round(ratio, 2),
         "targets": {"verdicts_correct": f"{args.n} of {args.n}", "ratio_min": args.min_ratio},
         "verdict": "pass" if correct == args.n and ratio >= args.min_ratio else "short",

@@ -25,6 +25,7 @@ does not apply to the benchmarks that are about load (``about_load``: run beside
 load moves. For class autograding (``unreaped_children``) only the load average at the start decides. A benchmark
 with no saved result renders as "not run".
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,10 +51,28 @@ LOAD_FRACTION = 0.5
 # the figure of each row: benchmarks/figures.py (imported from this folder, run as a script or loaded by path)
 sys.path.insert(0, str(HERE))
 from figures import (  # noqa: E402
-    NOT_RUN, Row, timer_medians, timer_overhead, hta_busy_idle, hta_speed, hta_speed_all_targets,
-    hta_rss, hta_fixtures, scale_linear, scale_memory, scale_1m, ledger_activations, ledger_four_x, ledger_peaks,
-    accumulation, widgets, course, grading, async_device, compare_load)
-
+    NOT_RUN,
+    Row,
+    accumulation,
+    async_device,
+    compare_load,
+    course,
+    grading,
+    hta_busy_idle,
+    hta_fixtures,
+    hta_rss,
+    hta_speed,
+    hta_speed_all_targets,
+    ledger_activations,
+    ledger_four_x,
+    ledger_peaks,
+    scale_1m,
+    scale_linear,
+    scale_memory,
+    timer_medians,
+    timer_overhead,
+    widgets,
+)
 
 # ----------------------------------------------------------------------------------------------------------------
 # the benchmarks `make bench` runs, in order
@@ -75,61 +94,174 @@ class Bench:
 
 
 BENCHES: tuple[Bench, ...] = (
-    Bench("timing_vs_torch_timer", "benchmarks/timing_vs_torch_timer.py", (
-        Row("`measure` vs `torch.utils.benchmark.Timer`, median step time ours / Timer's (Linear(1024, 1024) step / "
-            "small MLP step), torch's default threads", "within 3%", timer_medians),
-        Row("harness overhead: an empty step timed with `measure`, over the faster workload's step", "< 1%",
-            timer_overhead))),
-    Bench("timing_vs_torch_timer_1thread", "benchmarks/timing_vs_torch_timer.py", (
-        Row("`measure` vs `torch.utils.benchmark.Timer`, as above, one thread", "within 3%", timer_medians),),
-        args=("--threads", "1")),
-    Bench("trace_vs_hta", "benchmarks/trace_vs_hta.py", (
-        Row("`busy_idle` vs HTA's temporal breakdown on a synthetic 1M-event trace, HTA's fastest and default "
-            "backends", "equal", hta_busy_idle),
-        Row("trace analysis speed, ours / HTA's fastest backend (ijson yajl2_c), 1M events: load + breakdown / "
-            "whole process", ">= 10x both", hta_speed),
-        Row("peak RSS of ours, 1M-event trace", "< 400 MB", hta_rss),
-        Row("busy / idle, ours vs HTA (ours / HTA - 1), the three real GPU traces shipped", "within 1% (reported, "
-            "not in the verdict)", hta_fixtures)),
-        hta=True, packages=("traceinsight", "ijson")),
-    Bench("trace_vs_hta_10steps", "benchmarks/trace_vs_hta.py", (
-        Row("trace analysis speed as above, 1M events in 10 ProfilerSteps (a real profile's schedule: the "
-            "conservative ratio)", ">= 10x both; busy/idle equal; < 400 MB", hta_speed_all_targets),),
-        args=("--launches-per-step", "33400", "--skip-fixtures"), hta=True, packages=("traceinsight", "ijson")),
-    Bench("timeline_scale", "benchmarks/timeline_scale.py", (
-        Row("`load_trace` + `busy_idle` time against trace size, 0.1M-10M events", "slopes 0.85-1.15 and s per "
-            "million events within 25%, from 1M up", scale_linear),
-        Row("memory while loading, beyond the imports and the loaded frame", "< 100 MB + a quarter of the frame",
-            scale_memory),
-        Row("`load_trace` + `busy_idle` at 1M events: time, peak RSS", "< 10 s, < 400 MB", scale_1m))),
-    Bench("ledger_accuracy", "benchmarks/ledger_accuracy.py", (
-        Row("memory ledger activation bytes per sample / profiler-measured", "within 10%", ledger_activations),
-        Row("\"4x parameters\" weights-only estimate / measured training total", "reported", ledger_four_x),
-        Row("memory ledger whole-step peak / profiler-measured peak, 2 stacks x 2 microbatches x {plain, "
-            "accumulation x4, full recomputation, both}", "within 10%", ledger_peaks)),
-        timed=False),
-    Bench("accumulation_timing", "benchmarks/accumulation_timing.py", (
-        Row("step time with K accumulated microbatches, model 1 + (K - 1) x f / measured, K 1-8 at global batch "
-            "32-256", "within 10% at every (batch, K)", accumulation),)),
-    Bench("widget_latency", "benchmarks/widget_latency.py", (
-        Row("widget latency, slider change to redrawn output, median", "< 30 ms each", widgets),),
-        packages=("ipywidgets", "matplotlib")),
-    Bench("course_execution", "benchmarks/course_execution.py", (
-        Row("the whole course executed, 7 chapters + 2 lab solutions, each in a fresh kernel (start + execute)",
-            "< 20 s each, < 120 s in all, no error", course),),
-        packages=("nbclient",)),
-    Bench("class_autograding", "benchmarks/class_autograding.py", (
-        Row("class autograding, `grade_class` (default workers: cores + 1) / one-by-one `nbgrader autograde`, "
-            "submissions per minute, 100 submissions", ">= 3.5x; every verdict right", grading),),
-        packages=("nbgrader",), unreaped_children=True),
-    Bench("async_device_sync", "benchmarks/async_device_sync.py", (
-        Row("`AsyncDevice` (chapter 01), unsynchronized / synchronized throughput, 10 steps of 5 ms, beside 2 busy "
-            "processes", ">= 5x", async_device),),
-        about_load=True),
-    Bench("compare_under_load", "benchmarks/compare_under_load.py", (
-        Row("`compare_steps` beside 2 busy processes, 10 runs each: A/A inconclusive or containing 1; A/B (twice the "
-            "work) \"slower\" inside [1.5, 2.7]", ">= 9 of 10 each", compare_load),),
-        about_load=True),
+    Bench(
+        "timing_vs_torch_timer",
+        "benchmarks/timing_vs_torch_timer.py",
+        (
+            Row(
+                "`measure` vs `torch.utils.benchmark.Timer`, median step time ours / Timer's "
+                "(Linear(1024, 1024) step / "
+                "small MLP step), torch's default threads",
+                "within 3%",
+                timer_medians,
+            ),
+            Row(
+                "harness overhead: an empty step timed with `measure`, over the faster workload's step",
+                "< 1%",
+                timer_overhead,
+            ),
+        ),
+    ),
+    Bench(
+        "timing_vs_torch_timer_1thread",
+        "benchmarks/timing_vs_torch_timer.py",
+        (Row("`measure` vs `torch.utils.benchmark.Timer`, as above, one thread", "within 3%", timer_medians),),
+        args=("--threads", "1"),
+    ),
+    Bench(
+        "trace_vs_hta",
+        "benchmarks/trace_vs_hta.py",
+        (
+            Row(
+                "`busy_idle` vs HTA's temporal breakdown on a synthetic 1M-event trace, HTA's fastest and default "
+                "backends",
+                "equal",
+                hta_busy_idle,
+            ),
+            Row(
+                "trace analysis speed, ours / HTA's fastest backend (ijson yajl2_c), 1M events: load + breakdown / "
+                "whole process",
+                ">= 10x both",
+                hta_speed,
+            ),
+            Row("peak RSS of ours, 1M-event trace", "< 400 MB", hta_rss),
+            Row(
+                "busy / idle, ours vs HTA (ours / HTA - 1), the three real GPU traces shipped",
+                "within 1% (reported, not in the verdict)",
+                hta_fixtures,
+            ),
+        ),
+        hta=True,
+        packages=("traceinsight", "ijson"),
+    ),
+    Bench(
+        "trace_vs_hta_10steps",
+        "benchmarks/trace_vs_hta.py",
+        (
+            Row(
+                "trace analysis speed as above, 1M events in 10 ProfilerSteps (a real profile's schedule: the "
+                "conservative ratio)",
+                ">= 10x both; busy/idle equal; < 400 MB",
+                hta_speed_all_targets,
+            ),
+        ),
+        args=("--launches-per-step", "33400", "--skip-fixtures"),
+        hta=True,
+        packages=("traceinsight", "ijson"),
+    ),
+    Bench(
+        "timeline_scale",
+        "benchmarks/timeline_scale.py",
+        (
+            Row(
+                "`load_trace` + `busy_idle` time against trace size, 0.1M-10M events",
+                "slopes 0.85-1.15 and s per million events within 25%, from 1M up",
+                scale_linear,
+            ),
+            Row(
+                "memory while loading, beyond the imports and the loaded frame",
+                "< 100 MB + a quarter of the frame",
+                scale_memory,
+            ),
+            Row("`load_trace` + `busy_idle` at 1M events: time, peak RSS", "< 10 s, < 400 MB", scale_1m),
+        ),
+    ),
+    Bench(
+        "ledger_accuracy",
+        "benchmarks/ledger_accuracy.py",
+        (
+            Row("memory ledger activation bytes per sample / profiler-measured", "within 10%", ledger_activations),
+            Row('"4x parameters" weights-only estimate / measured training total', "reported", ledger_four_x),
+            Row(
+                "memory ledger whole-step peak / profiler-measured peak, 2 stacks x 2 microbatches x {plain, "
+                "accumulation x4, full recomputation, both}",
+                "within 10%",
+                ledger_peaks,
+            ),
+        ),
+        timed=False,
+    ),
+    Bench(
+        "accumulation_timing",
+        "benchmarks/accumulation_timing.py",
+        (
+            Row(
+                "step time with K accumulated microbatches, model 1 + (K - 1) x f / measured, K 1-8 at global batch "
+                "32-256",
+                "within 10% at every (batch, K)",
+                accumulation,
+            ),
+        ),
+    ),
+    Bench(
+        "widget_latency",
+        "benchmarks/widget_latency.py",
+        (Row("widget latency, slider change to redrawn output, median", "< 30 ms each", widgets),),
+        packages=("ipywidgets", "matplotlib"),
+    ),
+    Bench(
+        "course_execution",
+        "benchmarks/course_execution.py",
+        (
+            Row(
+                "the whole course executed, 7 chapters + 2 lab solutions, each in a fresh kernel (start + execute)",
+                "< 20 s each, < 120 s in all, no error",
+                course,
+            ),
+        ),
+        packages=("nbclient",),
+    ),
+    Bench(
+        "class_autograding",
+        "benchmarks/class_autograding.py",
+        (
+            Row(
+                "class autograding, `grade_class` (default workers: cores + 1) / one-by-one `nbgrader autograde`, "
+                "submissions per minute, 100 submissions",
+                ">= 3.5x; every verdict right",
+                grading,
+            ),
+        ),
+        packages=("nbgrader",),
+        unreaped_children=True,
+    ),
+    Bench(
+        "async_device_sync",
+        "benchmarks/async_device_sync.py",
+        (
+            Row(
+                "`AsyncDevice` (chapter 01), unsynchronized / synchronized throughput, 10 steps of 5 ms, beside 2 busy "
+                "processes",
+                ">= 5x",
+                async_device,
+            ),
+        ),
+        about_load=True,
+    ),
+    Bench(
+        "compare_under_load",
+        "benchmarks/compare_under_load.py",
+        (
+            Row(
+                "`compare_steps` beside 2 busy processes, 10 runs each: A/A inconclusive or containing 1; "
+                "A/B (twice the "
+                'work) "slower" inside [1.5, 2.7]',
+                ">= 9 of 10 each",
+                compare_load,
+            ),
+        ),
+        about_load=True,
+    ),
 )
 BY_NAME = {b.name: b for b in BENCHES}
 
@@ -186,7 +318,10 @@ def load_status(saved: dict, bench: Bench) -> tuple[bool, str]:
     if start is None and others is None:
         return True, text  # unknown load is not a headline figure either
     if bench.unreaped_children:
-        return start is None or start > limit, f"{text} (its own sandboxed kernels among the others: the load at start decides)"
+        return (
+            start is None or start > limit,
+            f"{text} (its own sandboxed kernels among the others: the load at start decides)",
+        )
     under = (start is not None and start > limit) or (others is not None and others > limit)
     return under, text
 
@@ -217,8 +352,9 @@ def render_rows(results: dict[str, dict]) -> list[list[str]]:
         for row in bench.rows:
             if saved is None:
                 cmd = command_text(command(bench, ".venv/bin/python", ".venv-hta/bin/python"))
-                rows.append([row.comparison, "\u2014", row.target, NOT_RUN, "\u2014", "\u2014", "\u2014", "\u2014",
-                             f"`{cmd}`"])
+                rows.append(
+                    [row.comparison, "\u2014", row.target, NOT_RUN, "\u2014", "\u2014", "\u2014", "\u2014", f"`{cmd}`"]
+                )
                 continue
             try:
                 figure, verdict = row.read(saved["result"])
@@ -228,14 +364,33 @@ def render_rows(results: dict[str, dict]) -> list[list[str]]:
             if under and verdict != NOT_RUN:
                 verdict = f"{verdict}, measured under load: not a headline figure; rerun on a quiet machine"
             when = saved.get("started", "?").removesuffix(" UTC").rsplit(":", 1)[0] + " UTC"
-            rows.append([row.comparison, figure, row.target, verdict, when, load_text,
-                         machine_text(saved.get("machine", {})), versions_text(saved.get("versions", {})),
-                         f"`{saved.get('command', '?')}`"])
+            rows.append(
+                [
+                    row.comparison,
+                    figure,
+                    row.target,
+                    verdict,
+                    when,
+                    load_text,
+                    machine_text(saved.get("machine", {})),
+                    versions_text(saved.get("versions", {})),
+                    f"`{saved.get('command', '?')}`",
+                ]
+            )
     return rows
 
 
-HEADER = ["comparison", "figure", "target", "verdict", "measured", "load (1-min average; others' cores)", "machine",
-          "versions", "command"]
+HEADER = [
+    "comparison",
+    "figure",
+    "target",
+    "verdict",
+    "measured",
+    "load (1-min average; others' cores)",
+    "machine",
+    "versions",
+    "command",
+]
 
 
 def render_table(results: dict[str, dict]) -> str:
@@ -243,16 +398,21 @@ def render_table(results: dict[str, dict]) -> str:
     verdicts = [r[3] for r in rows]
     under = sum("under load" in v for v in verdicts)
     missing = sum(v == NOT_RUN for v in verdicts)
-    lines = [BEGIN, "",
-             f"{len(rows)} comparisons from {len(BENCHES)} benchmark runs: "
-             f"{sum(v == 'pass' for v in verdicts)} pass as headline figures, "
-             f"{sum(v.startswith('short') and 'under load' not in v for v in verdicts)} short, "
-             f"{sum(v.startswith('reported') and 'under load' not in v for v in verdicts)} reported, "
-             f"{under} measured under load (rerun), {missing} not run. "
-             f"Load rule: under load when the 1-minute load average at the start, or the cores other processes kept "
-             f"busy during the run, exceed {LOAD_FRACTION} x the cores (not applied to the runs beside busy "
-             f"processes on purpose, nor to allocation counts).", "",
-             "| " + " | ".join(HEADER) + " |", "| " + " | ".join("---" for _ in HEADER) + " |"]
+    lines = [
+        BEGIN,
+        "",
+        f"{len(rows)} comparisons from {len(BENCHES)} benchmark runs: "
+        f"{sum(v == 'pass' for v in verdicts)} pass as headline figures, "
+        f"{sum(v.startswith('short') and 'under load' not in v for v in verdicts)} short, "
+        f"{sum(v.startswith('reported') and 'under load' not in v for v in verdicts)} reported, "
+        f"{under} measured under load (rerun), {missing} not run. "
+        f"Load rule: under load when the 1-minute load average at the start, or the cores other processes kept "
+        f"busy during the run, exceed {LOAD_FRACTION} x the cores (not applied to the runs beside busy "
+        f"processes on purpose, nor to allocation counts).",
+        "",
+        "| " + " | ".join(HEADER) + " |",
+        "| " + " | ".join("---" for _ in HEADER) + " |",
+    ]
     lines += ["| " + " | ".join(_cell(c) for c in r) + " |" for r in rows]
     lines += ["", END]
     return "\n".join(lines)
@@ -266,10 +426,14 @@ def load_results(folder: Path = RESULTS_DIR) -> dict[str, dict]:
             saved = json.loads(path.read_text(encoding="utf-8"))
             if "result" not in saved:  # a bare JSON line saved by hand: its own "run" record, if any
                 run = saved.get("run", {})
-                saved = {"result": saved, "started": run.get("started", "?"), "command": "?",
-                         "load": {"load_average_1_5_15_start": run.get("load_average_1_5_15_start")},
-                         "machine": {k: run.get(k) for k in ("cpu_model", "cpu_cores", "gpu")},
-                         "versions": run.get("versions", {})}
+                saved = {
+                    "result": saved,
+                    "started": run.get("started", "?"),
+                    "command": "?",
+                    "load": {"load_average_1_5_15_start": run.get("load_average_1_5_15_start")},
+                    "machine": {k: run.get(k) for k in ("cpu_model", "cpu_cores", "gpu")},
+                    "versions": run.get("versions", {}),
+                }
             out[bench.name] = saved
     return out
 
@@ -313,8 +477,9 @@ def settle(limit: float, max_s: float) -> float:
 
 
 def interpreter_info(python: str, packages: tuple[str, ...]) -> dict:
-    out = subprocess.run([python, str(HERE / "machine.py"), *packages], capture_output=True, text=True, check=True,
-                         cwd=ROOT)
+    out = subprocess.run(
+        [python, str(HERE / "machine.py"), *packages], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -323,8 +488,10 @@ def git_state() -> dict:
         return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout.strip()
 
     try:
-        return {"commit": git("rev-parse", "--short", "HEAD") or None,
-                "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no"))}
+        return {
+            "commit": git("rev-parse", "--short", "HEAD") or None,
+            "uncommitted_changes": bool(git("status", "--porcelain", "--untracked-files=no")),
+        }
     except OSError:
         return {"commit": None, "uncommitted_changes": None}
 
@@ -349,22 +516,32 @@ def run_one(bench: Bench, python: str, hta_python: str | None, settle_s: float, 
     others = None if busy0 is None or busy1 is None else max(0.0, (busy1 - busy0 - (own1 - own0)) / wall)
     lines = [line for line in proc.stdout.splitlines() if line.strip()]
     if proc.returncode != 0 or not lines:
-        raise RuntimeError(f"{bench.name} exited with status {proc.returncode}"
-                           + ("" if lines else " and printed no JSON line"))
+        raise RuntimeError(
+            f"{bench.name} exited with status {proc.returncode}" + ("" if lines else " and printed no JSON line")
+        )
     try:
         result = json.loads(lines[-1])
     except json.JSONDecodeError:  # a script that prints indented JSON
         result = json.loads(proc.stdout)
     return {
-        "benchmark": bench.name, "command": command_text(cmd), "started": started,
-        "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "wall_s": round(wall, 1),
+        "benchmark": bench.name,
+        "command": command_text(cmd),
+        "started": started,
+        "finished": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "wall_s": round(wall, 1),
         "about_load": bench.about_load,
-        "load": {"load_average_1_5_15_start": [round(x, 2) for x in load_start],
-                 "load_average_1_5_15_end": [round(x, 2) for x in os.getloadavg()],
-                 "others_busy_cores": None if others is None else round(others, 2),
-                 "waited_for_load_s": waited, "limit": LOAD_FRACTION * cores},
-        "machine": {k: info[k] for k in ("cpu_model", "cpu_cores", "gpu")}, "versions": info["versions"],
-        **git_state(), "result": result}
+        "load": {
+            "load_average_1_5_15_start": [round(x, 2) for x in load_start],
+            "load_average_1_5_15_end": [round(x, 2) for x in os.getloadavg()],
+            "others_busy_cores": None if others is None else round(others, 2),
+            "waited_for_load_s": waited,
+            "limit": LOAD_FRACTION * cores,
+        },
+        "machine": {k: info[k] for k in ("cpu_model", "cpu_cores", "gpu")},
+        "versions": info["versions"],
+        **git_state(),
+        "result": result,
+    }
 
 
 def write_table(markdown_path: Path, results: dict[str, dict]) -> bool:
@@ -384,10 +561,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print each benchmark's command")
     parser.add_argument("--python", default=".venv/bin/python", help="interpreter for the benchmarks")
     parser.add_argument("--hta-python", default=".venv-hta/bin/python", help="interpreter with HTA (traceinsight)")
-    parser.add_argument("--settle-s", type=float, default=120.0,
-                        help="longest wait for the load to fall before each benchmark (0: do not wait)")
-    parser.add_argument("--extra-args", default="", help="more arguments for the one benchmark named (e.g. "
-                        "ledger_accuracy --extra-args=--no-peaks); the saved command shows them")
+    parser.add_argument(
+        "--settle-s",
+        type=float,
+        default=120.0,
+        help="longest wait for the load to fall before each benchmark (0: do not wait)",
+    )
+    parser.add_argument(
+        "--extra-args",
+        default="",
+        help="more arguments for the one benchmark named (e.g. "
+        "ledger_accuracy --extra-args=--no-peaks); the saved command shows them",
+    )
     parser.add_argument("--results", type=Path, default=RESULTS_DIR)
     parser.add_argument("--markdown", type=Path, default=RESULTS_MD)
     args = parser.parse_args(argv)
@@ -404,8 +589,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         text = args.markdown.read_text(encoding="utf-8")
         if replace_table(text, render_table(load_results(args.results))) != text:
-            print(f"{shown(str(args.markdown))}: the table is not the rendering of {shown(str(args.results))}; "
-                  "run `make bench-table`", file=sys.stderr)
+            print(
+                f"{shown(str(args.markdown))}: the table is not the rendering of {shown(str(args.results))}; "
+                "run `make bench-table`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     failed = []
@@ -420,8 +608,12 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             (args.results / f"{bench.name}.json").write_text(json.dumps(saved, indent=1) + "\n", encoding="utf-8")
             under, load_text = load_status(saved, bench)
-            print(f"== {bench.name}: {saved['result'].get('verdict')} ({saved['wall_s']} s; load {load_text}"
-                  f"{'; UNDER LOAD' if under else ''})", file=sys.stderr, flush=True)
+            print(
+                f"== {bench.name}: {saved['result'].get('verdict')} ({saved['wall_s']} s; load {load_text}"
+                f"{'; UNDER LOAD' if under else ''})",
+                file=sys.stderr,
+                flush=True,
+            )
     changed = write_table(args.markdown, load_results(args.results))
     print(f"{shown(str(args.markdown))}: table {'regenerated' if changed else 'unchanged'}", file=sys.stderr)
     if failed:

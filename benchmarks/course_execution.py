@@ -12,6 +12,7 @@ start (launch until it answers ``kernel_info``) is timed apart from executing th
 under 20 s (start + execution) and the whole course under 120 s, on the machine it runs on. Prints one JSON
 line; exits 0 even when short.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,10 +24,9 @@ import time
 from pathlib import Path
 
 import nbformat
+from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
-
-from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION", "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
@@ -35,7 +35,7 @@ MARKERS = ("### BEGIN SOLUTION", "### END SOLUTION", "### BEGIN HIDDEN TESTS", "
 def _strip_markers(nb):
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.source = "\n".join(l for l in cell.source.splitlines() if l.strip() not in MARKERS)
+            cell.source = "\n".join(ln for ln in cell.source.splitlines() if ln.strip() not in MARKERS)
     return nb
 
 
@@ -43,11 +43,22 @@ def run_notebook(path: Path, solution: bool, cell_timeout_s: int) -> dict:
     nb = nbformat.read(path, as_version=4)
     if solution:
         _strip_markers(nb)
-    row = {"notebook": str(path.relative_to(ROOT)), "kernel_start_s": None, "execute_s": None, "cells": 0,
-           "expected_errors": 0, "error": None}
+    row = {
+        "notebook": str(path.relative_to(ROOT)),
+        "kernel_start_s": None,
+        "execute_s": None,
+        "cells": 0,
+        "expected_errors": 0,
+        "error": None,
+    }
     with tempfile.TemporaryDirectory(prefix="gpucost-course-") as workdir:
-        client = NotebookClient(nb, timeout=cell_timeout_s, kernel_name="python3", allow_errors=False,
-                                resources={"metadata": {"path": workdir}})
+        client = NotebookClient(
+            nb,
+            timeout=cell_timeout_s,
+            kernel_name="python3",
+            allow_errors=False,
+            resources={"metadata": {"path": workdir}},
+        )
         t0 = time.perf_counter()
         try:
             with client.setup_kernel():
@@ -92,14 +103,22 @@ def main() -> None:
     failed = [r["notebook"] for r in rows if r["error"]]
     kernel = [r["kernel_start_s"] for r in rows if r["kernel_start_s"] is not None]
     result = {
-        "benchmark": "course_execution", "cpu": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(), "run": run.finish(), "notebooks": rows,
-        "course_s": round(course_s, 1), "kernel_start_s_total": round(sum(kernel), 2),
+        "benchmark": "course_execution",
+        "cpu": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "run": run.finish(),
+        "notebooks": rows,
+        "course_s": round(course_s, 1),
+        "kernel_start_s_total": round(sum(kernel), 2),
         "execute_s_total": round(sum(r["execute_s"] or 0 for r in rows), 2),
         "slowest": max(rows, key=lambda r: r["total_s"])["notebook"] if rows else None,
-        "failed": failed, "over_per_notebook_target": over,
-        "targets": {"per_notebook_s": args.per_notebook_s, "course_s": args.course_s, "errors": "none outside "
-                    "raises-exception cells (chapters); none at all (solutions)"},
+        "failed": failed,
+        "over_per_notebook_target": over,
+        "targets": {
+            "per_notebook_s": args.per_notebook_s,
+            "course_s": args.course_s,
+            "errors": "none outside raises-exception cells (chapters); none at all (solutions)",
+        },
         "verdict": "pass" if not failed and not over and course_s < args.course_s else "short",
     }
     print(json.dumps(result))

@@ -1,8 +1,9 @@
 """How each benchmark's JSON line becomes a row of RESULTS.md's table: a figure and a verdict (``collect.py``)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 NOT_RUN = "not run"
 
@@ -58,16 +59,20 @@ def _by_workload(result: dict) -> dict:
 def timer_medians(result: dict) -> tuple[str, str]:
     w = _by_workload(result)
     lin, mlp = w["linear_worked_example"], w["mlp_training_step"]
-    figure = (f"{ratio(lin['ours_over_timer_median'])} / {ratio(mlp['ours_over_timer_median'])} "
-              f"({result['threads']} thread{'s' if result['threads'] != 1 else ''}; medians of "
-              f"{lin['rounds']} alternating rounds)")
+    figure = (
+        f"{ratio(lin['ours_over_timer_median'])} / {ratio(mlp['ours_over_timer_median'])} "
+        f"({result['threads']} thread{'s' if result['threads'] != 1 else ''}; medians of "
+        f"{lin['rounds']} alternating rounds)"
+    )
     return figure, verdict_of(lin["medians_agree"] and mlp["medians_agree"])
 
 
 def timer_overhead(result: dict) -> tuple[str, str]:
     fraction = result["overhead_over_fastest_step"]
-    figure = (f"{fraction:.1e} of the faster step ({result['harness_overhead_s_per_step']:.1e} s per step; "
-              f"Timer's empty statement {result['timer_empty_stmt_s']:.1e} s)")
+    figure = (
+        f"{fraction:.1e} of the faster step ({result['harness_overhead_s_per_step']:.1e} s per step; "
+        f"Timer's empty statement {result['timer_empty_stmt_s']:.1e} s)"
+    )
     return figure, verdict_of(fraction < result.get("overhead_target_fraction", 0.01))
 
 
@@ -82,8 +87,10 @@ def hta_busy_idle(result: dict) -> tuple[str, str]:
     if ok:
         figure = f"equal, both backends (busy {ours['busy_us']:,.0f} \u00b5s, idle {ours['idle_us']:,.0f} \u00b5s)"
     else:
-        diffs = [f"{m.removeprefix('vs_')}: busy {pct(s[m]['busy_rel_diff'])}, idle {pct(s[m]['idle_rel_diff'])}"
-                 for m in ("vs_hta_fastest", "vs_hta_default")]
+        diffs = [
+            f"{m.removeprefix('vs_')}: busy {pct(s[m]['busy_rel_diff'])}, idle {pct(s[m]['idle_rel_diff'])}"
+            for m in ("vs_hta_fastest", "vs_hta_default")
+        ]
         figure = "differ (" + "; ".join(diffs) + ")"
     return f"{figure}; {result['synthetic_events']:,} events", verdict_of(ok)
 
@@ -91,11 +98,13 @@ def hta_busy_idle(result: dict) -> tuple[str, str]:
 def hta_speed(result: dict) -> tuple[str, str]:
     s = _synthetic(result)
     fast, default = s["vs_hta_fastest"], s["vs_hta_default"]
-    figure = (f"{times(fast['speedup_load_plus_breakdown'])} / {times(fast['speedup_process_wall'])} "
-              f"({seconds(s['ours']['load_plus_breakdown_s'])} vs {seconds(s['hta_fastest']['load_plus_breakdown_s'])}); "
-              f"vs HTA's default parser {times(default['speedup_load_plus_breakdown'])} / "
-              f"{times(default['speedup_process_wall'])}; {s.get('profiler_steps', '?')} ProfilerSteps, "
-              f"medians of {s['rounds']} interleaved rounds")
+    figure = (
+        f"{times(fast['speedup_load_plus_breakdown'])} / {times(fast['speedup_process_wall'])} "
+        f"({seconds(s['ours']['load_plus_breakdown_s'])} vs {seconds(s['hta_fastest']['load_plus_breakdown_s'])}); "
+        f"vs HTA's default parser {times(default['speedup_load_plus_breakdown'])} / "
+        f"{times(default['speedup_process_wall'])}; {s.get('profiler_steps', '?')} ProfilerSteps, "
+        f"medians of {s['rounds']} interleaved rounds"
+    )
     met = s["targets_met"]
     return figure, verdict_of(met["at_least_10x_load_plus_breakdown"] and met["at_least_10x_process_wall"])
 
@@ -110,8 +119,10 @@ def hta_speed_all_targets(result: dict) -> tuple[str, str]:
 
 def hta_rss(result: dict) -> tuple[str, str]:
     s = _synthetic(result)
-    figure = (f"{mb(s['ours']['peak_rss_mb'])} (HTA: {mb(s['hta_fastest']['peak_rss_mb'])} fastest, "
-              f"{mb(s['hta_default']['peak_rss_mb'])} default)")
+    figure = (
+        f"{mb(s['ours']['peak_rss_mb'])} (HTA: {mb(s['hta_fastest']['peak_rss_mb'])} fastest, "
+        f"{mb(s['hta_default']['peak_rss_mb'])} default)"
+    )
     return figure, verdict_of(s["targets_met"]["ours_under_400mb"])
 
 
@@ -140,8 +151,9 @@ def scale_linear(result: dict) -> tuple[str, str]:
     slopes = ", ".join(f"{s:.2f}" for s in result["log_log_slopes"])
     per_m = " / ".join(f"{r['s_per_million_events']:.2f}" for r in rows)
     sizes = " / ".join(_events(r["events"]) for r in rows)
-    return f"log-log slopes {slopes}; {per_m} s per million events at {sizes}", \
-        verdict_of(result["targets_met"]["linear_time"])
+    return f"log-log slopes {slopes}; {per_m} s per million events at {sizes}", verdict_of(
+        result["targets_met"]["linear_time"]
+    )
 
 
 def scale_memory(result: dict) -> tuple[str, str]:
@@ -149,8 +161,9 @@ def scale_memory(result: dict) -> tuple[str, str]:
     beyond = " / ".join(f"{r['load_peak_beyond_imports_and_frame_mb']:,.0f}" for r in rows)
     frame = " / ".join(f"{r['frame_mb']:,.0f}" for r in rows)
     sizes = " / ".join(_events(r["events"]) for r in rows)
-    return f"{beyond} MB beyond imports + frame ({frame} MB frame) at {sizes}", \
-        verdict_of(result["targets_met"]["memory_bounded_by_columns"])
+    return f"{beyond} MB beyond imports + frame ({frame} MB frame) at {sizes}", verdict_of(
+        result["targets_met"]["memory_bounded_by_columns"]
+    )
 
 
 def scale_1m(result: dict) -> tuple[str, str]:
@@ -158,8 +171,9 @@ def scale_1m(result: dict) -> tuple[str, str]:
     if not at_1m:
         return "no 1M-event size in this run", NOT_RUN
     r = at_1m[0]
-    return f"{seconds(r['load_plus_busy_idle_s'])}, {mb(r['peak_rss_mb'])} ({r['events']:,} events)", \
-        verdict_of(result["targets_met"]["at_1m_under_10s_and_400mb"])
+    return f"{seconds(r['load_plus_busy_idle_s'])}, {mb(r['peak_rss_mb'])} ({r['events']:,} events)", verdict_of(
+        result["targets_met"]["at_1m_under_10s_and_400mb"]
+    )
 
 
 def _per_model(result: dict, key: str) -> str | None:
@@ -206,34 +220,47 @@ def accumulation(result: dict) -> tuple[str, str]:
     return figure, verdict_of(result["worst_model_error"] <= 0.10)
 
 
-WIDGETS = (("memory_ledger", "ledger"), ("memory_ledger_settings", "a change of its settings"),
-           ("memory_ledger_bf16_selective_k4", "bf16, selective, K 4"),
-           ("memory_ledger_checkpointing", "full recomputation"), ("cost_predictor", "cost predictor"))
+WIDGETS = (
+    ("memory_ledger", "ledger"),
+    ("memory_ledger_settings", "a change of its settings"),
+    ("memory_ledger_bf16_selective_k4", "bf16, selective, K 4"),
+    ("memory_ledger_checkpointing", "full recomputation"),
+    ("cost_predictor", "cost predictor"),
+)
 
 
 def widgets(result: dict) -> tuple[str, str]:
     w = result["widgets"]
-    parts = [f"{label} {w[key]['median_ms']:.2f} ms ({w[key]['ratio_to_matplotlib_reference']:.3f})"
-             for key, label in WIDGETS if key in w]
-    figure = "; ".join(parts) + f" (in brackets: over a matplotlib redraw of the same bar, " \
-                                f"{result['matplotlib_bar_reference_median_ms']:.0f} ms in the same run)"
+    parts = [
+        f"{label} {w[key]['median_ms']:.2f} ms ({w[key]['ratio_to_matplotlib_reference']:.3f})"
+        for key, label in WIDGETS
+        if key in w
+    ]
+    figure = (
+        "; ".join(parts) + f" (in brackets: over a matplotlib redraw of the same bar, "
+        f"{result['matplotlib_bar_reference_median_ms']:.0f} ms in the same run)"
+    )
     return figure, result["verdict"]
 
 
 def course(result: dict) -> tuple[str, str]:
     rows = result["notebooks"]
     slowest = max(rows, key=lambda r: r["total_s"])
-    figure = (f"slowest {slowest['total_s']:.1f} s ({slowest['notebook']}); whole course {result['course_s']:.1f} s, "
-              f"{len(rows)} notebooks; failed: {', '.join(result['failed']) or 'none'}")
+    figure = (
+        f"slowest {slowest['total_s']:.1f} s ({slowest['notebook']}); whole course {result['course_s']:.1f} s, "
+        f"{len(rows)} notebooks; failed: {', '.join(result['failed']) or 'none'}"
+    )
     return figure, result["verdict"]
 
 
 def grading(result: dict) -> tuple[str, str]:
     workers = f"{result['workers']} workers; " if "workers" in result else ""
-    figure = (f"{result['ratio_grade_class_to_reference']:.2f}x ({workers}{result['grade_class_per_min']:.1f} vs "
-              f"{result['reference_per_min']:.1f} submissions/min; {result['n_submissions']} graded, "
-              f"{result['reference_sample']} one by one); verdicts right for {result['verdicts_correct']} of "
-              f"{result['n_submissions']}")
+    figure = (
+        f"{result['ratio_grade_class_to_reference']:.2f}x ({workers}{result['grade_class_per_min']:.1f} vs "
+        f"{result['reference_per_min']:.1f} submissions/min; {result['n_submissions']} graded, "
+        f"{result['reference_sample']} one by one); verdicts right for {result['verdicts_correct']} of "
+        f"{result['n_submissions']}"
+    )
     return figure, result["verdict"]
 
 
@@ -246,6 +273,8 @@ def async_device(result: dict) -> tuple[str, str]:
 
 def compare_load(result: dict) -> tuple[str, str]:
     n = len(result["aa_runs"])
-    return (f"A/A {result['aa_inconclusive_or_contains_1']}/{n}, A/B {result['ab_slower_inside_1.5_2.7']}/"
-            f"{len(result['ab_runs'])} ({result['rounds']} rounds of {result['measured_steps']}-step blocks)",
-            result["verdict"])
+    return (
+        f"A/A {result['aa_inconclusive_or_contains_1']}/{n}, A/B {result['ab_slower_inside_1.5_2.7']}/"
+        f"{len(result['ab_runs'])} ({result['rounds']} rounds of {result['measured_steps']}-step blocks)",
+        result["verdict"],
+    )

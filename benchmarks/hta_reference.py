@@ -32,6 +32,7 @@ events as busy, which also stretch its span); a100_cuda_event_sync, 263 us long,
 stream and category, every kernel type and overlap, every kernel HTA names); tests/test_timeline_hta.py holds HTA's
 figures.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -61,14 +62,18 @@ def hta_breakdown(fixture: Path) -> dict:
         row = analysis.get_temporal_breakdown(visualize=False).iloc[0]
         idle = analysis.get_idle_time_breakdown(visualize=False)[0]
         by_type, by_name = analysis.get_gpu_kernel_breakdown(visualize=False)
-    return {"hta_version": version("traceinsight"), "idle_time_us": float(row["idle_time(us)"]),
-            "compute_time_us": float(row["compute_time(us)"]),
-            "non_compute_time_us": float(row["non_compute_time(us)"]),
-            "kernel_time_us": float(row["kernel_time(us)"]),
-            "idle_breakdown": {f"{int(r.stream)} {r.idle_category}": float(r.idle_time) for r in idle.itertuples()},
-            "kernel_types": {r.kernel_type.lower(): float(r.sum) for r in by_type.itertuples()},
-            "kernels_by_name": {r.name: float(r.sum) for r in by_name.rename(columns={"sum (us)": "sum"}).itertuples()
-                                if r.name != "others"}}
+    return {
+        "hta_version": version("traceinsight"),
+        "idle_time_us": float(row["idle_time(us)"]),
+        "compute_time_us": float(row["compute_time(us)"]),
+        "non_compute_time_us": float(row["non_compute_time(us)"]),
+        "kernel_time_us": float(row["kernel_time(us)"]),
+        "idle_breakdown": {f"{int(r.stream)} {r.idle_category}": float(r.idle_time) for r in idle.itertuples()},
+        "kernel_types": {r.kernel_type.lower(): float(r.sum) for r in by_type.itertuples()},
+        "kernels_by_name": {
+            r.name: float(r.sum) for r in by_name.rename(columns={"sum (us)": "sum"}).itertuples() if r.name != "others"
+        },
+    }
 
 
 def ours(fixture: Path) -> dict:
@@ -77,10 +82,15 @@ def ours(fixture: Path) -> dict:
     trace = load_trace(fixture)
     b = busy_idle(trace)
     types, names = kernel_breakdown(trace), kernels_by_name(trace)
-    return {"span_us": b.span_us, "busy_us": b.busy_us, "idle_us": b.idle_us, "basis": b.basis,
-            "idle_breakdown": {f"{r.stream} {r.idle_category}": r.idle_us for r in idle_breakdown(trace).itertuples()},
-            "kernel_types": dict(zip(types["kernel_type"], types["total_us"])),
-            "kernels_by_name": dict(zip(names["name"], names["total_us"]))}
+    return {
+        "span_us": b.span_us,
+        "busy_us": b.busy_us,
+        "idle_us": b.idle_us,
+        "basis": b.basis,
+        "idle_breakdown": {f"{r.stream} {r.idle_category}": r.idle_us for r in idle_breakdown(trace).itertuples()},
+        "kernel_types": dict(zip(types["kernel_type"], types["total_us"])),
+        "kernels_by_name": dict(zip(names["name"], names["total_us"])),
+    }
 
 
 def ours_elsewhere(python: str) -> dict:
@@ -92,15 +102,19 @@ def ours_elsewhere(python: str) -> dict:
 
 def _worst(hta: dict, mine: dict) -> float:
     """Largest relative difference over HTA's entries (an entry we lack counts as 0; 0 against 0 agrees)."""
-    return max((abs(mine.get(k, 0.0) - v) / v if v else float(mine.get(k, 0.0) != 0) for k, v in hta.items()),
-               default=0.0)
+    return max(
+        (abs(mine.get(k, 0.0) - v) / v if v else float(mine.get(k, 0.0) != 0) for k, v in hta.items()), default=0.0
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ours", action="store_true", help="print only gpucost_lab's figures (no HTA needed)")
-    parser.add_argument("--ours-python", default=str(ROOT / ".venv" / "bin" / "python"),
-                        help="where to compute our figures when gpucost_lab does not import here")
+    parser.add_argument(
+        "--ours-python",
+        default=str(ROOT / ".venv" / "bin" / "python"),
+        help="where to compute our figures when gpucost_lab does not import here",
+    )
     args = parser.parse_args()
     elsewhere = None
     have_hta = not args.ours
@@ -122,8 +136,10 @@ def main() -> None:
             h, o = result["hta"], result["gpucost_lab"]
             result["relative_difference"] = {
                 "busy": o["busy_us"] / (h["compute_time_us"] + h["non_compute_time_us"]) - 1,
-                "idle": o["idle_us"] / h["idle_time_us"] - 1, "span": o["span_us"] / h["kernel_time_us"] - 1,
-                **{f"worst_{k}": _worst(h[k], o[k]) for k in ("idle_breakdown", "kernel_types", "kernels_by_name")}}
+                "idle": o["idle_us"] / h["idle_time_us"] - 1,
+                "span": o["span_us"] / h["kernel_time_us"] - 1,
+                **{f"worst_{k}": _worst(h[k], o[k]) for k in ("idle_breakdown", "kernel_types", "kernels_by_name")},
+            }
         print(json.dumps(result))
 
 

@@ -29,7 +29,8 @@ backward_working=True)`` on the plain model at the microbatch: static bytes, act
 the kept share = a block's input bytes / a block's activation bytes, and for the whole-step ledger
 (``ModelMemory.ledger(whole_step=True)``, the one the target applies to) the gradient bytes and backward's working
 memory (measured in one plain step with the gradients resident, no recomputation). The simplified ledger (the
-course's budget: static + activations) is reported beside it. Measured: the model, optimizer, one warm-up step and the measured step all run inside
+course's budget: static + activations) is reported beside it. Measured: the model, optimizer,
+one warm-up step and the measured step all run inside
 the profiler; the peak of the allocator's running total during the measured step, over the total before the model
 was built. The residual is also given in blocks' activations (measured - ledger, over one block's activations).
 Target: within 10%. With ``--device cuda`` (``benchmarks/gpu_check.sh``) only the peaks run, on the GPU, measured
@@ -39,6 +40,7 @@ with ``torch.cuda.max_memory_allocated`` over the memory allocated before the mo
 
 Prints one JSON line; exit 0 even when short.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,9 +55,8 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from gpucost_lab.model_memory import measure_model_memory
-
 from gpucost_lab.contract import cpu_model
+from gpucost_lab.model_memory import measure_model_memory
 
 
 class TinyTransformer(nn.Module):
@@ -71,12 +72,22 @@ class TinyTransformer(nn.Module):
 
 def models() -> dict:
     torch.manual_seed(0)
-    mlp = nn.Sequential(nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(),
-                        nn.Linear(1024, 10))
-    cnn = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                        nn.Conv2d(64, 128, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-                        nn.Flatten(), nn.Linear(128 * 4 * 4, 10))
+    mlp = nn.Sequential(
+        nn.Flatten(), nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)
+    )
+    cnn = nn.Sequential(
+        nn.Conv2d(3, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Conv2d(64, 128, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(128 * 4 * 4, 10),
+    )
     return {"mlp": (mlp, (784,)), "cnn": (cnn, (3, 32, 32)), "transformer": (TinyTransformer(), (64, 128))}
 
 
@@ -122,8 +133,11 @@ def profiled_activation_bytes(model: nn.Module, source: torch.Tensor) -> tuple[i
     finally:
         os.unlink(path)
     marks = {e["name"]: e["ts"] for e in events if e.get("name") in ("BEGIN", "FORWARD_DONE", "LOSS_DONE")}
-    mem = sorted((e["ts"], e["args"]["Total Allocated"]) for e in events
-                 if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == 0)
+    mem = sorted(
+        (e["ts"], e["args"]["Total Allocated"])
+        for e in events
+        if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == 0
+    )
 
     def total_at(ts: float) -> int:
         before = [a for t, a in mem if t <= ts]
@@ -147,16 +161,19 @@ def _feed_forward_stack() -> nn.Module:
 
 
 # name: (model factory, sample shape, microbatches)
-STACKS = {"transformer x8": (_transformer_stack, (64, 128), (16, 48)),
-          "feed-forward x8": (_feed_forward_stack, (256,), (512, 2048))}
+STACKS = {
+    "transformer x8": (_transformer_stack, (64, 128), (16, 48)),
+    "feed-forward x8": (_feed_forward_stack, (256,), (512, 2048)),
+}
 PEAK_CASES = ((1, False), (4, False), (1, True), (4, True))  # (accumulation steps, full recomputation)
 
 
-def _train_step(model: nn.Module, opt: torch.optim.Optimizer, source: torch.Tensor, microbatch: int, k: int,
-                recompute: bool) -> None:
+def _train_step(
+    model: nn.Module, opt: torch.optim.Optimizer, source: torch.Tensor, microbatch: int, k: int, recompute: bool
+) -> None:
     opt.zero_grad()
     for i in range(k):
-        x = source[i * microbatch:(i + 1) * microbatch].clone()  # one microbatch, as a loader hands it over
+        x = source[i * microbatch : (i + 1) * microbatch].clone()  # one microbatch, as a loader hands it over
         if recompute:
             for block in model:
                 x = checkpoint(block, x, use_reentrant=False)
@@ -191,8 +208,10 @@ def profiled_step_peak(make_model, source: torch.Tensor, microbatch: int, k: int
     finally:
         os.unlink(path)
     marks = {e["name"]: e["ts"] for e in events if e.get("name") in ("BEGIN", "END")}
-    mem = sorted((e for e in events if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == 0),
-                 key=lambda e: e["ts"])
+    mem = sorted(
+        (e for e in events if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == 0),
+        key=lambda e: e["ts"],
+    )
     # the running total carries over from earlier profiling sessions: start from the total before the first event
     base = mem[0]["args"]["Total Allocated"] - mem[0]["args"]["Bytes"]
     return max(e["args"]["Total Allocated"] for e in mem if marks["BEGIN"] <= e["ts"] <= marks["END"]) - base
@@ -222,8 +241,9 @@ def peak_rows(device: str = "cpu") -> list[dict]:
     for name, (make_model, shape, batches) in STACKS.items():
         for microbatch in batches:
             source = torch.randn(4 * microbatch, *shape, generator=torch.Generator().manual_seed(1)).to(device)
-            mm = measure_model_memory(make_model().to(device), (source[:microbatch].clone(),), loss_fn=_loss,
-                                      backward_working=True)
+            mm = measure_model_memory(
+                make_model().to(device), (source[:microbatch].clone(),), loss_fn=_loss, backward_working=True
+            )
             blocks = len(make_model())
             block_gb = mm.activation_bytes_per_sample / blocks / 1e9  # one block's activations per sample
             keep = math.prod(shape) * 4 / 1e9 / block_gb  # a block's input over its activations
@@ -234,16 +254,26 @@ def peak_rows(device: str = "cpu") -> list[dict]:
                 mode = "full" if recompute else "none"
                 predicted = ledger.peak_gb(microbatch, recompute=mode, accumulation_steps=k) * 1e9
                 simplified = simple.peak_gb(microbatch, recompute=mode) * 1e9
-                rows.append({"model": name, "device": device, "microbatch": microbatch, "accumulation_steps": k,
-                             "global_batch": microbatch * k, "recompute": "full" if recompute else "none",
-                             "static_bytes": mm.static_bytes, "kept_share": keep,
-                             "backward_working_bytes": mm.backward_working_bytes,
-                             "ledger_peak_bytes": predicted, "measured_peak_bytes": measured,
-                             "simplified_ledger_peak_bytes": simplified,
-                             "simplified_over_measured": simplified / measured,
-                             "ledger_over_measured": predicted / measured,
-                             "within_10pct": abs(predicted / measured - 1) <= 0.10,
-                             "residual_blocks": (measured - predicted) / (block_gb * 1e9 * microbatch)})
+                rows.append(
+                    {
+                        "model": name,
+                        "device": device,
+                        "microbatch": microbatch,
+                        "accumulation_steps": k,
+                        "global_batch": microbatch * k,
+                        "recompute": "full" if recompute else "none",
+                        "static_bytes": mm.static_bytes,
+                        "kept_share": keep,
+                        "backward_working_bytes": mm.backward_working_bytes,
+                        "ledger_peak_bytes": predicted,
+                        "measured_peak_bytes": measured,
+                        "simplified_ledger_peak_bytes": simplified,
+                        "simplified_over_measured": simplified / measured,
+                        "ledger_over_measured": predicted / measured,
+                        "within_10pct": abs(predicted / measured - 1) <= 0.10,
+                        "residual_blocks": (measured - predicted) / (block_gb * 1e9 * microbatch),
+                    }
+                )
     return rows
 
 
@@ -251,11 +281,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--no-peaks", action="store_true", help="skip the whole-step peak comparison")
-    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
-                        help="cuda: only the peaks, measured with torch.cuda.max_memory_allocated")
+    parser.add_argument(
+        "--device",
+        choices=("cpu", "cuda"),
+        default="cpu",
+        help="cuda: only the peaks, measured with torch.cuda.max_memory_allocated",
+    )
     args = parser.parse_args()
     rows = []
-    for name, (model, shape) in (models().items() if args.device == "cpu" else ()):
+    for name, (model, shape) in models().items() if args.device == "cpu" else ():
         g = torch.Generator().manual_seed(1)
         source = torch.randn(args.batch, *shape, generator=g)
         ledger = measure_model_memory(model, (source.clone(),), loss_fn=_loss)
@@ -265,25 +299,43 @@ def main() -> None:
         four_x = 4 * param_bytes
         total = four_x + measured
         ratio = ledger.activation_bytes_per_sample / (measured / args.batch)
-        rows.append({
-            "model": name, "parameters": sum(p.numel() for p in model.parameters()), "batch": args.batch,
-            "ledger_activation_bytes_per_sample": ledger.activation_bytes_per_sample,
-            "measured_activation_bytes_per_sample": measured / args.batch,
-            "measured_peak_during_forward_bytes_per_sample": (peak - out_bytes) / args.batch,
-            "ledger_over_measured": ratio, "within_10pct": abs(ratio - 1) <= 0.10,
-            "ledger_static_bytes": ledger.static_bytes,
-            "four_x_parameters_bytes": four_x, "measured_training_total_bytes": total,
-            "four_x_over_measured_total": four_x / total,
-        })
+        rows.append(
+            {
+                "model": name,
+                "parameters": sum(p.numel() for p in model.parameters()),
+                "batch": args.batch,
+                "ledger_activation_bytes_per_sample": ledger.activation_bytes_per_sample,
+                "measured_activation_bytes_per_sample": measured / args.batch,
+                "measured_peak_during_forward_bytes_per_sample": (peak - out_bytes) / args.batch,
+                "ledger_over_measured": ratio,
+                "within_10pct": abs(ratio - 1) <= 0.10,
+                "ledger_static_bytes": ledger.static_bytes,
+                "four_x_parameters_bytes": four_x,
+                "measured_training_total_bytes": total,
+                "four_x_over_measured_total": four_x / total,
+            }
+        )
     peaks = [] if args.no_peaks else peak_rows(args.device)
-    print(json.dumps({
-        "benchmark": "ledger_accuracy", "device": args.device,
-        "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None, "cpu_model": cpu_model(), "cpu_cores": os.cpu_count(),
-        "python": platform.python_version(), "torch": torch.__version__, "results": rows, "peak_results": peaks,
-        "targets": {"activation_bytes_per_sample": "ledger within 10% of the profiler-measured figure",
-                    "peak": "ledger's whole-step peak within 10% of the profiler-measured peak"},
-        "verdict": "pass" if all(r["within_10pct"] for r in rows + peaks) else "short"}))
-
+    print(
+        json.dumps(
+            {
+                "benchmark": "ledger_accuracy",
+                "device": args.device,
+                "gpu": torch.cuda.get_device_name() if args.device == "cuda" else None,
+                "cpu_model": cpu_model(),
+                "cpu_cores": os.cpu_count(),
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+                "results": rows,
+                "peak_results": peaks,
+                "targets": {
+                    "activation_bytes_per_sample": "ledger within 10% of the profiler-measured figure",
+                    "peak": "ledger's whole-step peak within 10% of the profiler-measured peak",
+                },
+                "verdict": "pass" if all(r["within_10pct"] for r in rows + peaks) else "short",
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

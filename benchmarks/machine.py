@@ -16,6 +16,7 @@ named on the command line (``benchmarks/collect.py`` asks each benchmark's inter
 
 Standard library only at import time (the HTA child of ``trace_vs_hta.py`` runs where gpucost_lab is not).
 """
+
 from __future__ import annotations
 
 import glob
@@ -82,13 +83,17 @@ class Run:
     packages: tuple[str, ...] = field(default=())
 
     @classmethod
-    def start(cls, *packages: str) -> "Run":
+    def start(cls, *packages: str) -> Run:
         return cls(utc_now(), os.getloadavg(), tuple(packages))
 
     def finish(self) -> dict:
-        return {"started": self.started, "finished": utc_now(),
-                "load_average_1_5_15_start": [round(x, 2) for x in self.load_start],
-                "load_average_1_5_15_end": [round(x, 2) for x in os.getloadavg()], **machine(self.packages)}
+        return {
+            "started": self.started,
+            "finished": utc_now(),
+            "load_average_1_5_15_start": [round(x, 2) for x in self.load_start],
+            "load_average_1_5_15_end": [round(x, 2) for x in os.getloadavg()],
+            **machine(self.packages),
+        }
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ times a synchronized 8192 x 8192 float32 matmul, and holds it against the peak `
 and against the FP32 peak for comparison: with TF32 on, a correct timing is above the FP32 peak. It
 also runs ``profile_to_cost.run`` with TF32 on. Prints one JSON object. Needs CUDA.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,16 +31,23 @@ def main() -> None:
             c = BenchmarkContract.capture(inputs=[(N, N)], device="cuda", warmup_steps=3, measured_steps=10, repeats=3)
             rows_per_s = measure(lambda: a @ a, c).units_per_s_geomean  # a row of the product is 2 N^2 FLOPs
             peak = bounding_peak(c)
-            row = {"float32_matmul": c.float32_matmul, "float32_conv": c.float32_conv, "peak": peak.precision,
-                   "reason": peak.reason, "measured_tflops": rows_per_s * 2 * N * N / 1e12}
+            row = {
+                "float32_matmul": c.float32_matmul,
+                "float32_conv": c.float32_conv,
+                "peak": peak.precision,
+                "reason": peak.reason,
+                "measured_tflops": rows_per_s * 2 * N * N / 1e12,
+            }
             if acc:
                 row["bound_tflops"] = acc.peak_flops_per_s(peak.precision) / 1e12
                 row["check"] = check_throughput(rows_per_s, 2 * N * N, acc.roofline(peak.precision), peak=peak).message
                 row["against_fp32_peak"] = check_throughput(rows_per_s, 2 * N * N, acc.roofline("float32")).message
             result[precision] = row
         ptc = profile_to_cost.run(device="cuda", repeats=2)  # still "high"
-        result["profile_to_cost_high"] = {"float32_matmul": ptc.measurement.contract.float32_matmul,
-                                          "plausibility": ptc.plausibility.to_dict() if ptc.plausibility else None}
+        result["profile_to_cost_high"] = {
+            "float32_matmul": ptc.measurement.contract.float32_matmul,
+            "plausibility": ptc.plausibility.to_dict() if ptc.plausibility else None,
+        }
     finally:
         torch.set_float32_matmul_precision(before)
     print(json.dumps(result, indent=2))

@@ -18,6 +18,7 @@ frame (a constant and the sort's working copy, nothing that grows with the JSON)
 
     .venv/bin/python benchmarks/timeline_scale.py [--events 100000,1000000,10000000] [--gzip]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,33 +45,39 @@ def write_trace(path: str, n_events: int, gzipped: bool, launches_per_step: int 
         f.write('{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python"}}')
         while written < n_events:
             step += 1  # one step: an annotation, then its launches (op, runtime, kernel, flow), a copy every 100
-            f.write(f',\n{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{step}", "pid": 1, '
-                    f'"tid": 1, "ts": {ts:.3f}, "dur": {launches_per_step * 12.0:.3f}, "args": {{}}}}')
+            f.write(
+                f',\n{{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#{step}", "pid": 1, '
+                f'"tid": 1, "ts": {ts:.3f}, "dur": {launches_per_step * 12.0:.3f}, "args": {{}}}}'
+            )
             written += 1
             for i in range(launches_per_step):
                 if i % 1000 == 0 and written >= n_events:  # a long step ends with the trace (a short one ends whole)
                     break
                 corr += 1
                 stream = 7 + (i % 2) * 13
-                f.write(f',\n{{"ph": "X", "cat": "cpu_op", "name": "aten::op{i % 40}", "pid": 1, "tid": 1, '
-                        f'"ts": {ts:.3f}, "dur": 10.0, "args": {{"External id": {corr}}}}}'
-                        f',\n{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, '
-                        f'"ts": {ts + 1:.3f}, "dur": 5.0, "args": {{"correlation": {corr}, "cbid": 211}}}}'
-                        f',\n{{"ph": "X", "cat": "kernel", "name": "kernel_{i % 50}", "pid": 0, "tid": {stream}, '
-                        f'"ts": {ts + 7:.3f}, "dur": {3 + i % 9:.1f}, "args": {{"External id": {corr}, "queued": 0, '
-                        f'"device": 0, "context": 1, "stream": {stream}, "correlation": {corr}, '
-                        f'"registers per thread": 32, "shared memory": 0, "blocks per SM": 1.185185, '
-                        f'"warps per SM": 4.740741, "grid": [128, 1, 1], "block": [256, 1, 1], '
-                        f'"est. achieved occupancy %": 7}}}}'
-                        f',\n{{"ph": "f", "id": {corr}, "pid": 0, "tid": {stream}, "ts": {ts + 7:.3f}, '
-                        f'"cat": "ac2g", "name": "ac2g", "bp": "e"}}')
+                f.write(
+                    f',\n{{"ph": "X", "cat": "cpu_op", "name": "aten::op{i % 40}", "pid": 1, "tid": 1, '
+                    f'"ts": {ts:.3f}, "dur": 10.0, "args": {{"External id": {corr}}}}}'
+                    f',\n{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, '
+                    f'"ts": {ts + 1:.3f}, "dur": 5.0, "args": {{"correlation": {corr}, "cbid": 211}}}}'
+                    f',\n{{"ph": "X", "cat": "kernel", "name": "kernel_{i % 50}", "pid": 0, "tid": {stream}, '
+                    f'"ts": {ts + 7:.3f}, "dur": {3 + i % 9:.1f}, "args": {{"External id": {corr}, "queued": 0, '
+                    f'"device": 0, "context": 1, "stream": {stream}, "correlation": {corr}, '
+                    f'"registers per thread": 32, "shared memory": 0, "blocks per SM": 1.185185, '
+                    f'"warps per SM": 4.740741, "grid": [128, 1, 1], "block": [256, 1, 1], '
+                    f'"est. achieved occupancy %": 7}}}}'
+                    f',\n{{"ph": "f", "id": {corr}, "pid": 0, "tid": {stream}, "ts": {ts + 7:.3f}, '
+                    f'"cat": "ac2g", "name": "ac2g", "bp": "e"}}'
+                )
                 written += 3
                 if i % 100 == 0:
-                    f.write(f',\n{{"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": {ts + 2:.3f}, '
-                            f'"args": {{"Total Allocated": {1000 * (i + 1)}, "Bytes": 1000, "Device Type": 1}}}}'
-                            f',\n{{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy {"HtoD" if i % 200 else "DtoH"} '
-                            f'(Pageable -> Device)", "pid": 0, "tid": 7, "ts": {ts + 9:.3f}, "dur": 2.0, '
-                            f'"args": {{"device": 0, "stream": 7, "correlation": {corr}, "bytes": 4096}}}}')
+                    f.write(
+                        f',\n{{"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": {ts + 2:.3f}, '
+                        f'"args": {{"Total Allocated": {1000 * (i + 1)}, "Bytes": 1000, "Device Type": 1}}}}'
+                        f',\n{{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy {"HtoD" if i % 200 else "DtoH"} '
+                        f'(Pageable -> Device)", "pid": 0, "tid": 7, "ts": {ts + 9:.3f}, "dur": 2.0, '
+                        f'"args": {{"device": 0, "stream": 7, "correlation": {corr}, "bytes": 4096}}}}'
+                    )
                     written += 2
                 ts += 12.0
         f.write("\n]}\n")
@@ -94,22 +101,39 @@ def child(path: str, analyze_too: bool) -> None:
     widest = gaps(trace, top=10)
     t_gaps = time.perf_counter()
     frame_mb = trace.events.memory_usage(deep=False).sum() / 2**20  # its arrays; the few distinct strings aside
-    out = {"rows": len(trace.events), "load_s": t_load - t0, "busy_idle_s": t_busy - t_load,
-           "load_plus_busy_idle_s": t_busy - t0, "gaps_s": t_gaps - t_busy, "peak_rss_mb": peak_rss_mb(),
-           "peak_rss_after_load_mb": peak_after_load, "rss_after_imports_mb": rss_imports, "frame_mb": frame_mb,
-           "load_peak_beyond_imports_and_frame_mb": peak_after_load - rss_imports - frame_mb,
-           "busy_ms": b.busy_us / 1e3, "idle_ms": b.idle_us / 1e3, "gaps": len(widest)}
+    out = {
+        "rows": len(trace.events),
+        "load_s": t_load - t0,
+        "busy_idle_s": t_busy - t_load,
+        "load_plus_busy_idle_s": t_busy - t0,
+        "gaps_s": t_gaps - t_busy,
+        "peak_rss_mb": peak_rss_mb(),
+        "peak_rss_after_load_mb": peak_after_load,
+        "rss_after_imports_mb": rss_imports,
+        "frame_mb": frame_mb,
+        "load_peak_beyond_imports_and_frame_mb": peak_after_load - rss_imports - frame_mb,
+        "busy_ms": b.busy_us / 1e3,
+        "idle_ms": b.idle_us / 1e3,
+        "gaps": len(widest),
+    }
     if analyze_too:
         t0 = time.perf_counter()
         summary = analyze(trace, top=10)
-        out.update({"analyze_s": time.perf_counter() - t0, "peak_rss_with_analyze_mb": peak_rss_mb(),
-                    "sync_points": len(summary["sync_points"]), "steps": summary["steps"]})
+        out.update(
+            {
+                "analyze_s": time.perf_counter() - t0,
+                "peak_rss_with_analyze_mb": peak_rss_mb(),
+                "sync_points": len(summary["sync_points"]),
+                "steps": summary["steps"],
+            }
+        )
     print(json.dumps(out))
 
 
 def run_child(path: str, analyze_too: bool) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", path, str(int(analyze_too))], check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", path, str(int(analyze_too))], check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -135,24 +159,45 @@ def main() -> None:
             ours = run_child(path, size <= args.analyze_up_to)
         finally:
             os.unlink(path)
-        ours.update({"events": n, "file_mb": round(size_mb, 1), "write_s": round(written_s, 1),
-                     "s_per_million_events": ours["load_plus_busy_idle_s"] / (n / 1e6)})
+        ours.update(
+            {
+                "events": n,
+                "file_mb": round(size_mb, 1),
+                "write_s": round(written_s, 1),
+                "s_per_million_events": ours["load_plus_busy_idle_s"] / (n / 1e6),
+            }
+        )
         rows.append(ours)
-    slopes = [math.log(b["load_plus_busy_idle_s"] / a["load_plus_busy_idle_s"]) / math.log(b["events"] / a["events"])
-              for a, b in zip(rows, rows[1:])]
+    slopes = [
+        math.log(b["load_plus_busy_idle_s"] / a["load_plus_busy_idle_s"]) / math.log(b["events"] / a["events"])
+        for a, b in zip(rows, rows[1:])
+    ]
     per_million = [r["s_per_million_events"] for r in rows if r["events"] >= 1e6]
     at_1m = [r for r in rows if 0.9e6 <= r["events"] <= 1.1e6]
     targets = {
         "linear_time": all(0.85 <= s <= 1.15 for s, a in zip(slopes, rows) if a["events"] >= 1e6)
         and (len(per_million) < 2 or max(per_million) <= 1.25 * min(per_million)),
-        "memory_bounded_by_columns": all(r["load_peak_beyond_imports_and_frame_mb"] < 100 + 0.25 * r["frame_mb"]
-                                         for r in rows),
-        "at_1m_under_10s_and_400mb": all(r["load_plus_busy_idle_s"] < 10 and r["peak_rss_mb"] < 400 for r in at_1m)}
-    print(json.dumps({
-        "benchmark": "timeline_scale", "gzip": args.gzip, "cpus": os.cpu_count(),
-        "load_average_1_5_15_before": load_before, "load_average_1_5_15_after": os.getloadavg(),
-        "run": run.finish(), "sizes": rows, "log_log_slopes": slopes, "targets_met": targets,
-        "verdict": "pass" if all(targets.values()) else "short"}))
+        "memory_bounded_by_columns": all(
+            r["load_peak_beyond_imports_and_frame_mb"] < 100 + 0.25 * r["frame_mb"] for r in rows
+        ),
+        "at_1m_under_10s_and_400mb": all(r["load_plus_busy_idle_s"] < 10 and r["peak_rss_mb"] < 400 for r in at_1m),
+    }
+    print(
+        json.dumps(
+            {
+                "benchmark": "timeline_scale",
+                "gzip": args.gzip,
+                "cpus": os.cpu_count(),
+                "load_average_1_5_15_before": load_before,
+                "load_average_1_5_15_after": os.getloadavg(),
+                "run": run.finish(),
+                "sizes": rows,
+                "log_log_slopes": slopes,
+                "targets_met": targets,
+                "verdict": "pass" if all(targets.values()) else "short",
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

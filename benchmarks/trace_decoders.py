@@ -18,6 +18,7 @@ Candidates (each reads the whole file, decompression aside, and stops at the dec
 
 Prints one JSON line.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,16 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CANDIDATES = ("ijson_yajl2_c", "ijson_yajl2_c_ts_only", "stdlib_json", "orjson", "msgspec_untyped",
-              "msgspec_typed_whole", "msgspec_typed_segments", "load_trace")
+CANDIDATES = (
+    "ijson_yajl2_c",
+    "ijson_yajl2_c_ts_only",
+    "stdlib_json",
+    "orjson",
+    "msgspec_untyped",
+    "msgspec_typed_whole",
+    "msgspec_typed_segments",
+    "load_trace",
+)
 
 
 def child(mode: str, path: str) -> None:
@@ -67,8 +76,9 @@ def child(mode: str, path: str) -> None:
     else:
         n = len(load_trace(path).events)
     elapsed = time.perf_counter() - t0
-    print(json.dumps({"s": elapsed, "items": n, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-                      / 1024}))
+    print(
+        json.dumps({"s": elapsed, "items": n, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024})
+    )
 
 
 def main() -> None:
@@ -81,9 +91,9 @@ def main() -> None:
         child(*args.child)
         return
     sys.path.insert(0, str(HERE))
-    from timeline_scale import write_trace
-
     from importlib.util import find_spec
+
+    from timeline_scale import write_trace
 
     modes = tuple(m for m in CANDIDATES if m != "orjson" or find_spec("orjson"))
     load_before, runs = os.getloadavg(), {m: [] for m in modes}
@@ -92,17 +102,37 @@ def main() -> None:
         n = write_trace(str(path), args.events, gzipped=False)
         env = dict(os.environ, PYTHONPATH=str(HERE.parent))
         for r in range(args.rounds):
-            for mode in modes[r % len(modes):] + modes[:r % len(modes)]:  # each goes first in turn
-                out = subprocess.run([sys.executable, __file__, "--child", mode, str(path)], check=True,
-                                     capture_output=True, text=True, env=env)
+            for mode in modes[r % len(modes) :] + modes[: r % len(modes)]:  # each goes first in turn
+                out = subprocess.run(
+                    [sys.executable, __file__, "--child", mode, str(path)],
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                )
                 runs[mode].append(json.loads(out.stdout.strip().splitlines()[-1]))
         size_mb = path.stat().st_size / 1e6
-    results = {m: {"median_s": statistics.median(r["s"] for r in rs), "rounds_s": [round(r["s"], 3) for r in rs],
-                   "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in rs), "items": rs[0]["items"]}
-               for m, rs in runs.items()}
-    print(json.dumps({"benchmark": "trace_decoders", "events": n, "file_mb": round(size_mb, 1),
-                      "load_average_1_5_15_before": load_before, "load_average_1_5_15_after": os.getloadavg(),
-                      "results": results}))
+    results = {
+        m: {
+            "median_s": statistics.median(r["s"] for r in rs),
+            "rounds_s": [round(r["s"], 3) for r in rs],
+            "peak_rss_mb": statistics.median(r["peak_rss_mb"] for r in rs),
+            "items": rs[0]["items"],
+        }
+        for m, rs in runs.items()
+    }
+    print(
+        json.dumps(
+            {
+                "benchmark": "trace_decoders",
+                "events": n,
+                "file_mb": round(size_mb, 1),
+                "load_average_1_5_15_before": load_before,
+                "load_average_1_5_15_after": os.getloadavg(),
+                "results": results,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ HTA's (they hold 92-4,855 events: fixed start-up costs, not speed, are what they
 
 Prints one JSON line; exit 0 even when a target is missed ("verdict": "short").
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,9 +89,13 @@ def child(mode: str, path: str) -> None:
             t0 = time.perf_counter()
             row = TraceAnalysis(trace_dir=tmp).get_temporal_breakdown(visualize=False).iloc[0]
             elapsed = time.perf_counter() - t0
-        out = {"busy_us": float(row["compute_time(us)"]) + float(row["non_compute_time(us)"]),
-               "idle_us": float(row["idle_time(us)"]), "span_us": float(row["kernel_time(us)"]),
-               "hta_version": version("traceinsight"), "backend": backend.value}
+        out = {
+            "busy_us": float(row["compute_time(us)"]) + float(row["non_compute_time(us)"]),
+            "idle_us": float(row["idle_time(us)"]),
+            "span_us": float(row["kernel_time(us)"]),
+            "hta_version": version("traceinsight"),
+            "backend": backend.value,
+        }
     out.update({"load_plus_breakdown_s": elapsed, "peak_rss_mb": peak_rss_mb()})
     print(json.dumps(out))
 
@@ -98,8 +103,9 @@ def child(mode: str, path: str) -> None:
 def run_child(python: str, mode: str, path: Path) -> dict:
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     t0 = time.perf_counter()
-    out = subprocess.run([python, __file__, "--child", mode, str(path)], check=True, capture_output=True,
-                         text=True, env=env)
+    out = subprocess.run(
+        [python, __file__, "--child", mode, str(path)], check=True, capture_output=True, text=True, env=env
+    )
     result = json.loads(out.stdout.strip().splitlines()[-1])
     result["process_wall_s"] = time.perf_counter() - t0
     return result
@@ -112,27 +118,36 @@ def _rel(ours: float, hta: float) -> float | None:
 def compare(name: str, path: Path, hta_python: str, rounds: int) -> dict:
     runs: dict[str, list] = {mode: [] for mode in MODES}
     for r in range(rounds):
-        for mode in MODES[r % len(MODES):] + MODES[:r % len(MODES)]:  # each goes first in turn
+        for mode in MODES[r % len(MODES) :] + MODES[: r % len(MODES)]:  # each goes first in turn
             runs[mode].append(run_child(sys.executable if mode == "ours" else hta_python, mode, path))
     row = {"trace": name, "rounds": rounds}
     for mode, results in runs.items():
-        row[mode] = {key: statistics.median(r[key] for r in results)
-                     for key in ("load_plus_breakdown_s", "process_wall_s", "peak_rss_mb")}
-        row[mode].update({f"{key}_rounds": [round(r[key], 3) for r in results]
-                          for key in ("load_plus_breakdown_s", "process_wall_s")})
-        row[mode].update({key: results[0][key] for key in ("busy_us", "idle_us", "span_us", "backend")
-                          if key in results[0]})
+        row[mode] = {
+            key: statistics.median(r[key] for r in results)
+            for key in ("load_plus_breakdown_s", "process_wall_s", "peak_rss_mb")
+        }
+        row[mode].update(
+            {
+                f"{key}_rounds": [round(r[key], 3) for r in results]
+                for key in ("load_plus_breakdown_s", "process_wall_s")
+            }
+        )
+        row[mode].update(
+            {key: results[0][key] for key in ("busy_us", "idle_us", "span_us", "backend") if key in results[0]}
+        )
         row[mode]["same_result_every_round"] = all(
-            (r["busy_us"], r["idle_us"]) == (results[0]["busy_us"], results[0]["idle_us"]) for r in results)
+            (r["busy_us"], r["idle_us"]) == (results[0]["busy_us"], results[0]["idle_us"]) for r in results
+        )
     ours = row["ours"]
     for mode in MODES[1:]:
         hta = row[mode]
         row[f"vs_{mode}"] = {
-            "busy_rel_diff": _rel(ours["busy_us"], hta["busy_us"]), "idle_rel_diff": _rel(ours["idle_us"],
-                                                                                          hta["idle_us"]),
+            "busy_rel_diff": _rel(ours["busy_us"], hta["busy_us"]),
+            "idle_rel_diff": _rel(ours["idle_us"], hta["idle_us"]),
             "busy_idle_equal": (ours["busy_us"], ours["idle_us"]) == (hta["busy_us"], hta["idle_us"]),
             "speedup_load_plus_breakdown": hta["load_plus_breakdown_s"] / ours["load_plus_breakdown_s"],
-            "speedup_process_wall": hta["process_wall_s"] / ours["process_wall_s"]}
+            "speedup_process_wall": hta["process_wall_s"] / ours["process_wall_s"],
+        }
     row["hta_version"] = runs["hta_default"][0].get("hta_version")
     return row
 
@@ -142,9 +157,13 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=3, help="rounds on the synthetic trace (fixtures: 1)")
     parser.add_argument("--hta-python", default=str(ROOT / ".venv-hta" / "bin" / "python"))
-    parser.add_argument("--launches-per-step", type=int, default=1000,
-                        help="kernel launches per ProfilerStep in the synthetic trace (HTA's step assignment "
-                             "costs events x steps: 1000 gives 331 steps at 1M events, 33400 gives 10)")
+    parser.add_argument(
+        "--launches-per-step",
+        type=int,
+        default=1000,
+        help="kernel launches per ProfilerStep in the synthetic trace (HTA's step assignment "
+        "costs events x steps: 1000 gives 331 steps at 1M events, 33400 gives 10)",
+    )
     parser.add_argument("--skip-fixtures", action="store_true")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "PATH"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -160,9 +179,12 @@ def main() -> None:
     load_before, started = os.getloadavg(), time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
     fixtures = [] if args.skip_fixtures else [compare(n, FIXTURES / n, args.hta_python, 1) for n in GPU_TRACES]
     for row in fixtures:
-        row["busy_idle_within_1pct"] = all(abs(row[f"vs_{m}"][k]) <= 0.01 for m in MODES[1:]
-                                           for k in ("busy_rel_diff", "idle_rel_diff")
-                                           if row[f"vs_{m}"][k] is not None)
+        row["busy_idle_within_1pct"] = all(
+            abs(row[f"vs_{m}"][k]) <= 0.01
+            for m in MODES[1:]
+            for k in ("busy_rel_diff", "idle_rel_diff")
+            if row[f"vs_{m}"][k] is not None
+        )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"synthetic_{args.events}.json"
         n = write_trace(str(path), args.events, gzipped=False, launches_per_step=args.launches_per_step)
@@ -174,24 +196,39 @@ def main() -> None:
         "busy_idle_equal_to_hta": fastest["busy_idle_equal"] and synth["vs_hta_default"]["busy_idle_equal"],
         "at_least_10x_load_plus_breakdown": fastest["speedup_load_plus_breakdown"] >= SPEEDUP_TARGET,
         "at_least_10x_process_wall": fastest["speedup_process_wall"] >= SPEEDUP_TARGET,
-        "ours_under_400mb": synth["ours"]["peak_rss_mb"] < RSS_TARGET_MB}
+        "ours_under_400mb": synth["ours"]["peak_rss_mb"] < RSS_TARGET_MB,
+    }
     ok = all(synth["targets_met"].values())
     import torch  # only for the version line
 
     from gpucost_lab.contract import cpu_model  # here: the HTA child runs this script where gpucost_lab is not
 
-    print(json.dumps({
-        "benchmark": "trace_vs_hta", "started": started, "cpu_model": cpu_model(), "cpu_cores": os.cpu_count(),
-        "load_average_1_5_15_before": load_before, "load_average_1_5_15_after": os.getloadavg(),
-        "python": platform.python_version(), "torch": torch.__version__, "hta": synth["hta_version"],
-        "synthetic_events": n, "run": run.finish(), "results": fixtures + [synth],
-        "targets": {"synthetic": "busy and idle equal to HTA's; ours >= 10x faster than HTA's fastest backend "
-                                 "(median load + breakdown and median process wall); ours < 400 MB peak RSS",
+    print(
+        json.dumps(
+            {
+                "benchmark": "trace_vs_hta",
+                "started": started,
+                "cpu_model": cpu_model(),
+                "cpu_cores": os.cpu_count(),
+                "load_average_1_5_15_before": load_before,
+                "load_average_1_5_15_after": os.getloadavg(),
+                "python": platform.python_version(),
+                "torch": torch.__version__,
+                "hta": synth["hta_version"],
+                "synthetic_events": n,
+                "run": run.finish(),
+                "results": fixtures + [synth],
+                "targets": {
+                    "synthetic": "busy and idle equal to HTA's; ours >= 10x faster than HTA's fastest backend "
+                    "(median load + breakdown and median process wall); ours < 400 MB peak RSS",
                     "fixtures": "busy and idle within 1% of HTA's (reported; not in the verdict: HTA counts "
-                                "cuda_sync events as busy, busy_idle does not, which shows on the 92-event "
-                                "a100_cuda_event_sync fixture)"},
-        "verdict": "pass" if ok else "short"}))
-
+                    "cuda_sync events as busy, busy_idle does not, which shows on the 92-event "
+                    "a100_cuda_event_sync fixture)",
+                },
+                "verdict": "pass" if ok else "short",
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

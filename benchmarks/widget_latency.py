@@ -11,6 +11,7 @@ As a reference measured in the same run, it also times what the widgets avoid: r
 stacked bar with matplotlib (Agg, rendered to PNG, as an ``Output`` + ``plt.show()`` would), and
 reports each widget's median as a ratio to it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,8 +21,9 @@ import statistics
 import sys
 import time
 
-from gpucost_lab.widgets import cost_predictor_widget, memory_ledger_widget
 from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
+
+from gpucost_lab.widgets import cost_predictor_widget, memory_ledger_widget
 
 
 def _time_changes(set_value, values: list, warmup: int) -> list[float]:
@@ -97,10 +99,12 @@ def main() -> int:
     results["memory_ledger_settings"] = _summary(_time_changes(set_settings, _sweep(settings, n), args.warmup))
     set_settings(("bf16-mixed", "selective", 4))
     results["memory_ledger_bf16_selective_k4"] = _summary(
-        _time_changes(set_microbatch, _sweep(list(range(1, ledger.slider.max + 1)), n), args.warmup))
+        _time_changes(set_microbatch, _sweep(list(range(1, ledger.slider.max + 1)), n), args.warmup)
+    )
     set_settings(("fp32", "full", 1))
     results["memory_ledger_checkpointing"] = _summary(
-        _time_changes(set_microbatch, _sweep(microbatches[::-1], n), args.warmup))
+        _time_changes(set_microbatch, _sweep(microbatches[::-1], n), args.warmup)
+    )
     results["cost_predictor"] = _summary(_time_changes(set_gain, _sweep(fractions, n), args.warmup))
     reference_ms = statistics.median(_matplotlib_bar_ms(20))
     for r in results.values():
@@ -110,9 +114,18 @@ def main() -> int:
     assert predictor.prediction["throughput_gain"] == _sweep(fractions, n)[-1]
 
     over = [name for name, r in results.items() if r["median_ms"] > args.target_ms]
-    print(json.dumps({"benchmark": "widget_latency", "target_median_ms": args.target_ms,
-                      "matplotlib_bar_reference_median_ms": reference_ms, "widgets": results, "run": run.finish(),
-                      "verdict": "short" if over else "pass"}))
+    print(
+        json.dumps(
+            {
+                "benchmark": "widget_latency",
+                "target_median_ms": args.target_ms,
+                "matplotlib_bar_reference_median_ms": reference_ms,
+                "widgets": results,
+                "run": run.finish(),
+                "verdict": "short" if over else "pass",
+            }
+        )
+    )
     return 0  # the verdict says whether the target was met; a non-zero status means the benchmark itself broke
 
 

@@ -1,2 +1,3 @@
 """gpucost_lab: measure, explain and price a training workload."""
+
 __version__ = "0.1.0"

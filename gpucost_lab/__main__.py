@@ -1,4 +1,5 @@
 """``python -m gpucost_lab`` is the ``gpucost-lab`` command."""
+
 import sys
 
 from .cli import main

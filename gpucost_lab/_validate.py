@@ -1,12 +1,13 @@
 """Input checks shared by every module: each error names the field, the value and what is allowed."""
+
 from __future__ import annotations
 
 import math
 import os
 import sys
+from collections.abc import Iterable
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Iterable
 
 FLOAT_MAX = sys.float_info.max  # the largest finite float, about 1.8e308
 

@@ -5,11 +5,12 @@ does the same with a worker thread: :meth:`launch` queues a function and returns
 :meth:`synchronize` waits until everything queued has run. A clock read without synchronizing
 first stops before the work is done, exactly as ``time.time()`` around CUDA launches does.
 """
+
 from __future__ import annotations
 
 import queue
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 
 class AsyncDevice:
@@ -55,7 +56,7 @@ class AsyncDevice:
             self._work.put(None)
             self._thread.join()
 
-    def __enter__(self) -> "AsyncDevice":
+    def __enter__(self) -> AsyncDevice:
         return self
 
     def __exit__(self, *exc) -> None:

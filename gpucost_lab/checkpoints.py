@@ -6,6 +6,7 @@ the notebook computes from the same data, to the digits the chapter displays it 
 tolerance, or exactly for counts), and a wrong one is told where to recompute it from; choice answers
 are compared with a salted hash from ``data/answer_keys.json``, so the key is not readable in the cell.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,12 +52,13 @@ def _display_tolerance(expected: float, significant: int | None, decimals: int |
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
             raise ValueError(f"{name} must be None or an integer >= {minimum}, got {value!r}")
     if significant is not None and decimals is not None:
-        raise ValueError(f"give significant or decimals, not both; got significant={significant!r}, "
-                         f"decimals={decimals!r}")
+        raise ValueError(
+            f"give significant or decimals, not both; got significant={significant!r}, decimals={decimals!r}"
+        )
     if significant is not None:  # the exponent of the displayed value: 9.996 shown to 3 digits is 10.0
         unit = 10.0 ** (int(f"{expected:.{significant - 1}e}".split("e")[1]) - (significant - 1))
     elif decimals is not None:
-        unit = 10.0 ** -decimals
+        unit = 10.0**-decimals
     else:
         return 0.0
     return 0.5 * unit + 1e-9 * max(abs(expected), unit)
@@ -76,9 +78,17 @@ def _where(where: str | None) -> str:
     return where or "the chapter's figures"
 
 
-def check_number(question: str, answer: object, expected: float, *, significant: int | None = None,
-                 decimals: int | None = None, rel_tol: float = 0.0, abs_tol: float = 0.0,
-                 where: str | None = None) -> None:
+def check_number(
+    question: str,
+    answer: object,
+    expected: float,
+    *,
+    significant: int | None = None,
+    decimals: int | None = None,
+    rel_tol: float = 0.0,
+    abs_tol: float = 0.0,
+    where: str | None = None,
+) -> None:
     """Pass when ``answer`` is a number that rounds like ``expected`` as the chapter displays it, or is close to it.
 
     ``significant=N`` (or ``decimals=N``) says the chapter displays ``expected`` with N significant digits (N
@@ -97,8 +107,9 @@ def check_number(question: str, answer: object, expected: float, *, significant:
         raise AssertionError(f"{question}: expected a finite number, got {answer!r}")
     a = float(answer)
     if not (math.isclose(a, e, rel_tol=rel_tol, abs_tol=abs_tol) or abs(a - e) <= tolerance):
-        raise AssertionError(f"{question}: {answer!r} is not it{_digits(significant, decimals)}; "
-                             f"recompute it from {source}")
+        raise AssertionError(
+            f"{question}: {answer!r} is not it{_digits(significant, decimals)}; recompute it from {source}"
+        )
     print(f"✓ {question}")
 
 

@@ -15,6 +15,7 @@ A submission that cannot be graded (broken JSON, not the lab, a folder with no o
 student id) becomes a row with ``error`` set; it never stops the others. The pass mark is the one ``grading``
 defines (80%, exact).
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -126,14 +127,21 @@ def _course_for(root: Path, assignment: str):
     course = _WORKER["courses"].get(key)
     if course is None or course.dirty:
         _WORKER["made"] += 1
-        course = copy_course(_template(root, assignment),
-                             _WORKER["scratch"] / "workers" / f"{os.getpid()}-{_WORKER['made']}")
+        course = copy_course(
+            _template(root, assignment), _WORKER["scratch"] / "workers" / f"{os.getpid()}-{_WORKER['made']}"
+        )
         _WORKER["courses"][key] = course
     return course
 
 
-def _grade_one(student: str, notebook: str, assignment: str | None, source_root: str, feedback_dir: str | None,
-               self_study: bool = False) -> dict:
+def _grade_one(
+    student: str,
+    notebook: str,
+    assignment: str | None,
+    source_root: str,
+    feedback_dir: str | None,
+    self_study: bool = False,
+) -> dict:
     """Worker: grade one submission; any failure becomes the row's ``error`` (the last line of the message)."""
     from .grading.autograde import autograde_in, read_submission
 
@@ -150,6 +158,7 @@ def _grade_one(student: str, notebook: str, assignment: str | None, source_root:
 
 
 # ------------------------------------------------------------------------------------------- in the caller
+
 
 def default_workers() -> int:
     """One worker more than the cores this process may use. A worker waits on its learner's kernel and the kernel
@@ -191,17 +200,26 @@ def _feedback_folder(feedback_dir: str | os.PathLike | None) -> str | None:
     except (FileExistsError, NotADirectoryError):
         raise ValueError(f"feedback_dir {str(folder)!r} is not a folder; allowed: a folder, made if missing") from None
     except OSError as err:
-        raise ValueError(f"feedback_dir {str(folder)!r} could not be made ({err.strerror or err}); allowed: a "
-                         f"folder you may write to, made if missing") from None
+        raise ValueError(
+            f"feedback_dir {str(folder)!r} could not be made ({err.strerror or err}); allowed: a "
+            f"folder you may write to, made if missing"
+        ) from None
     if not writable:
         raise ValueError(f"feedback_dir {str(folder)!r} is not writable; allowed: a folder you may write to")
     return str(folder.resolve())
 
 
-def grade_class(submissions_dir: str | os.PathLike, *, workers: int | None = None, assignment: str | None = None,
-                source_root: str | os.PathLike | None = None, progress: bool = False,
-                timeout_s: int = DEFAULT_TIMEOUT_S, feedback_dir: str | os.PathLike | None = None,
-                self_study: bool = False):
+def grade_class(
+    submissions_dir: str | os.PathLike,
+    *,
+    workers: int | None = None,
+    assignment: str | None = None,
+    source_root: str | os.PathLike | None = None,
+    progress: bool = False,
+    timeout_s: int = DEFAULT_TIMEOUT_S,
+    feedback_dir: str | os.PathLike | None = None,
+    self_study: bool = False,
+):
     """Grade every submission in ``submissions_dir`` with ``workers`` processes (default: :func:`default_workers`,
     one more than the cores); a DataFrame, one row a student.
 
@@ -221,11 +239,15 @@ def grade_class(submissions_dir: str | os.PathLike, *, workers: int | None = Non
     timeout_s = _check_timeout(timeout_s)
     entries = find_submissions(submissions_dir)
     if not entries:
-        raise ValueError(f"submissions_dir {str(submissions_dir)!r} holds no submission (no student folder, no "
-                         f".ipynb); {_ALLOWED}")
+        raise ValueError(
+            f"submissions_dir {str(submissions_dir)!r} holds no submission (no student folder, no .ipynb); {_ALLOWED}"
+        )
     root = _source(source_root, assignment)
-    rows = [{"student": s, "score": None, "max_score": None, "percent": None, "passed": False, "error": problem}
-            for s, nb, problem in entries if nb is None]
+    rows = [
+        {"student": s, "score": None, "max_score": None, "percent": None, "passed": False, "error": problem}
+        for s, nb, problem in entries
+        if nb is None
+    ]
     jobs = [(s, str(nb)) for s, nb, _ in entries if nb is not None]
     out = _feedback_folder(feedback_dir)
 
@@ -238,17 +260,30 @@ def grade_class(submissions_dir: str | os.PathLike, *, workers: int | None = Non
     if jobs:
         # spawn: each worker starts clean (no inherited kernels, sockets or threads from the caller), once
         context = multiprocessing.get_context("spawn")
-        with tempfile.TemporaryDirectory(prefix="gpucost-class-") as scratch, \
-                concurrent.futures.ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=context,
-                                                       initializer=_init_worker,
-                                                       initargs=(scratch, timeout_s)) as pool:
+        with (
+            tempfile.TemporaryDirectory(prefix="gpucost-class-") as scratch,
+            concurrent.futures.ProcessPoolExecutor(
+                max_workers=min(workers, len(jobs)),
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(scratch, timeout_s),
+            ) as pool,
+        ):
             futures = {pool.submit(_grade_one, s, nb, assignment, str(root), out, self_study): s for s, nb in jobs}
             for future in concurrent.futures.as_completed(futures):
                 try:
                     rows.append(future.result())
                 except Exception as err:  # noqa: BLE001 -- a worker that died (killed, out of memory)
-                    rows.append({"student": futures[future], "score": None, "max_score": None, "percent": None,
-                                 "passed": False, "error": f"{type(err).__name__}: worker failed ({err})"})
+                    rows.append(
+                        {
+                            "student": futures[future],
+                            "score": None,
+                            "max_score": None,
+                            "percent": None,
+                            "passed": False,
+                            "error": f"{type(err).__name__}: worker failed ({err})",
+                        }
+                    )
                 if bar is not None:
                     bar.update(1)
     if bar is not None:

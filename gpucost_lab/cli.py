@@ -2,6 +2,7 @@
 
 Bad input prints one line on stderr and exits with status 2.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -11,17 +12,24 @@ import json
 import os
 import re
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
 # The profiler warns that blocks allocated before it started are freed inside its window; the
 # CPU peak already accounts for that (resident bytes are added separately), so keep stderr clean.
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
-from . import cost, profile_to_cost, simulate, timeline  # noqa: E402  (after the environment is set, before torch loads), profile_to_cost
-from . import grading  # noqa: E402
+from . import (  # noqa: E402  (after the environment is set, before torch loads), profile_to_cost  # noqa: E402
+    cli_export,
+    cli_grading,
+    cli_memory,
+    cost,
+    grading,  # noqa: E402
+    profile_to_cost,
+    simulate,
+    timeline,
+)
 from ._validate import output_file  # noqa: E402
 from .device import DEVICE_CHOICES  # noqa: E402
-from . import cli_export, cli_grading, cli_memory  # noqa: E402
 from .plan import CANDIDATES  # noqa: E402
 from .simulate import SCENARIOS, SimConfig  # noqa: E402
 from .timeline.text import render_analysis  # noqa: E402
@@ -33,8 +41,11 @@ def _shown(value: object) -> str:
     """``value`` as text safe to print: control and other unprintable characters (a newline, an escape sequence,
     a right-to-left override) are escaped, ``\\n``, ``\\x1b``, ``\\u202e``, so every name stays on its line."""
     text = str(value)
-    return text if text.isprintable() else "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return (
+        text
+        if text.isprintable()
+        else "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,8 +76,11 @@ def _build_parser() -> argparse.ArgumentParser:
     analyze = sub.add_parser("analyze", help="read a profiler trace: busy/idle, gaps, syncs, copies, memory, phases")
     analyze.add_argument("trace", help="a Chrome/Kineto trace, .json or .json.gz")
     analyze.add_argument("--top", type=int, default=10, help="gaps and operators to list")
-    tdiff = sub.add_parser("diff", help="before vs after traces per step: step time, busy, idle, phases, kernels, "
-                                        "each with a 95%% interval and a verdict")
+    tdiff = sub.add_parser(
+        "diff",
+        help="before vs after traces per step: step time, busy, idle, phases, kernels, "
+        "each with a 95%% interval and a verdict",
+    )
     tdiff.add_argument("before", nargs="+", help="the before traces (one run, or repeated runs)")
     tdiff.add_argument("--after", nargs="+", required=True, help="the after traces")
     tdiff.add_argument("--top", type=int, default=5, help="kernels (CPU traces: operators) to list")
@@ -79,11 +93,15 @@ def _build_parser() -> argparse.ArgumentParser:
         if field.type in ("bool", bool):
             sim.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
         else:
-            sim.add_argument(flag, type=float if field.type in ("float", float) else
-                             (str if name == "gpu" else int), default=None)
+            sim.add_argument(
+                flag, type=float if field.type in ("float", float) else (str if name == "gpu" else int), default=None
+            )
 
-    plan = sub.add_parser("plan", help="the optimization plan on the built-in workload: profile, parity, memory, "
-                                       "cost to target, release decision")
+    plan = sub.add_parser(
+        "plan",
+        help="the optimization plan on the built-in workload: profile, parity, memory, "
+        "cost to target, release decision",
+    )
     plan.add_argument("--candidate", default="batch128-lr-scaled", help=f"one of {', '.join(CANDIDATES)}")
     plan.add_argument("--price-per-hour", type=float, default=cost.DEFAULT_PRICE_PER_HOUR_USD)
     plan.add_argument("--rounds", type=int, default=10, help="ABBA/BAAB rounds of the interleaved timing")
@@ -97,23 +115,38 @@ def _build_parser() -> argparse.ArgumentParser:
 
 
 def _add_grading_parsers(sub) -> None:
-    grade = sub.add_parser("grade", help=f"autograde a submitted lab with nbgrader; exit 0 when it passes "
-                                         f"({grading.PASS_MARK_PERCENT}%%), 1 when not")
+    grade = sub.add_parser(
+        "grade",
+        help=f"autograde a submitted lab with nbgrader; exit 0 when it passes "
+        f"({grading.PASS_MARK_PERCENT}%%), 1 when not",
+    )
     grade.add_argument("notebook", help="the submitted .ipynb")
-    grade.add_argument("--student", default=None, help="the learner's id; their lab's numbers derive from it "
-                                                        "(default: the self-study lab)")
-    grade.add_argument("--assignment", default=None,
-                       help="the lab (default: the one whose cells the notebook carries)")
-    grade.add_argument("--source-root", default=None,
-                       help="the nbgrader source folder holding ASSIGNMENT/ (default: the repository's solutions/)")
-    grade.add_argument("--feedback-dir", default=None, help="where to keep the feedback HTML (default: beside NOTEBOOK)")
+    grade.add_argument(
+        "--student",
+        default=None,
+        help="the learner's id; their lab's numbers derive from it (default: the self-study lab)",
+    )
+    grade.add_argument("--assignment", default=None, help="the lab (default: the one whose cells the notebook carries)")
+    grade.add_argument(
+        "--source-root",
+        default=None,
+        help="the nbgrader source folder holding ASSIGNMENT/ (default: the repository's solutions/)",
+    )
+    grade.add_argument(
+        "--feedback-dir", default=None, help="where to keep the feedback HTML (default: beside NOTEBOOK)"
+    )
     grade.add_argument("--timeout", type=int, default=grading.DEFAULT_TIMEOUT_S, help="seconds each cell may run")
-    check = sub.add_parser("self-check", help="run your lab's visible tests and show progress toward the pass mark "
-                                              "(hidden tests may still fail)")
+    check = sub.add_parser(
+        "self-check",
+        help="run your lab's visible tests and show progress toward the pass mark (hidden tests may still fail)",
+    )
     check.add_argument("notebook", help="your saved copy of the lab (.ipynb)")
     check.add_argument("--timeout", type=int, default=grading.DEFAULT_TIMEOUT_S, help="seconds each cell may run")
-    check.add_argument("--learner", default=None, help="run the lab with this learner's numbers (default: the id in "
-                                                       "the environment, else the self-study lab)")
+    check.add_argument(
+        "--learner",
+        default=None,
+        help="run the lab with this learner's numbers (default: the id in the environment, else the self-study lab)",
+    )
     check.add_argument("--self-study", action="store_true", help="run the lab with the self-study numbers")
     for p in (grade, check):
         p.add_argument("--json", action="store_true", help="print one JSON object")
@@ -122,46 +155,71 @@ def _add_grading_parsers(sub) -> None:
 
 
 def _predict(args: argparse.Namespace) -> tuple[dict, str]:
-    out = cost.predict(args.throughput_gain, args.steps_change, args.price_per_hour, args.baseline_hours,
-                       args.window_hours)
+    out = cost.predict(
+        args.throughput_gain, args.steps_change, args.price_per_hour, args.baseline_hours, args.window_hours
+    )
     lines = [f"relative cost {out['relative_cost']:.3f} -> {out['verdict']}"]
     if "baseline_hours" in out:
-        lines.append(f"baseline {out['baseline_hours']:.2f} h = ${out['baseline_cost_usd']:.2f}; candidate "
-                     f"{out['candidate_hours']:.2f} h = ${out['candidate_cost_usd']:.2f} at ${args.price_per_hour:.2f}/h")
+        lines.append(
+            f"baseline {out['baseline_hours']:.2f} h = ${out['baseline_cost_usd']:.2f}; candidate "
+            f"{out['candidate_hours']:.2f} h = ${out['candidate_cost_usd']:.2f} at ${args.price_per_hour:.2f}/h"
+        )
     if "window_hours" in out:
-        lines.append(f"{out['window_hours']:.2f} h window: baseline {'fits' if out['baseline_fits_window'] else 'late'}, "
-                     f"candidate {'fits' if out['candidate_fits_window'] else 'late'}")
+        lines.append(
+            f"{out['window_hours']:.2f} h window: baseline {'fits' if out['baseline_fits_window'] else 'late'}, "
+            f"candidate {'fits' if out['candidate_fits_window'] else 'late'}"
+        )
     return out, "\n".join(lines)
 
 
 def _profile_to_cost(args: argparse.Namespace) -> tuple[dict, str]:
-    result = profile_to_cost.run(device=args.device, price_per_hour_usd=args.price_per_hour, repeats=args.repeats,
-                                 progress=not args.json)
+    result = profile_to_cost.run(
+        device=args.device, price_per_hour_usd=args.price_per_hour, repeats=args.repeats, progress=not args.json
+    )
     out = result.to_dict()
     sps, cps = out["samples_per_second"], out["cost_per_sample_usd"]
     c = out["contract"]
-    lines = [f"contract {out['contract_fingerprint']}: {c['model_name']} on {c['gpu_name'] or c['cpu_model']}, "
-             f"{c['dtype']}, batch {c['units_per_step']}, {c['warmup_steps']} warm-up + {c['measured_steps']} steps "
-             f"x {c['repeats']} repeats, sync: {c['sync_method']}",
-             f"samples/s {sps['geomean']:,.0f} (95% CI {sps['ci95_low']:,.0f} to {sps['ci95_high']:,.0f})",
-             f"cost per sample ${cps['geomean']:.3e} (95% CI {cps['ci95_low']:.3e} to {cps['ci95_high']:.3e}) "
-             f"at an assumed ${out['price_per_hour_usd']:.2f} per accelerator-hour",
-             f"peak memory {out['peak_memory_bytes'] / 1e6:.1f} MB ({out['peak_memory_method']})",
-             "top operators by self time:"]
-    lines += [f"  {_shown(op['name']):<36} {op['calls']:>5} calls {op['self_time_s'] * 1e3:9.2f} ms"
-              for op in out["top_ops"]]
+    lines = [
+        f"contract {out['contract_fingerprint']}: {c['model_name']} on {c['gpu_name'] or c['cpu_model']}, "
+        f"{c['dtype']}, batch {c['units_per_step']}, {c['warmup_steps']} warm-up + {c['measured_steps']} steps "
+        f"x {c['repeats']} repeats, sync: {c['sync_method']}",
+        f"samples/s {sps['geomean']:,.0f} (95% CI {sps['ci95_low']:,.0f} to {sps['ci95_high']:,.0f})",
+        f"cost per sample ${cps['geomean']:.3e} (95% CI {cps['ci95_low']:.3e} to {cps['ci95_high']:.3e}) "
+        f"at an assumed ${out['price_per_hour_usd']:.2f} per accelerator-hour",
+        f"peak memory {out['peak_memory_bytes'] / 1e6:.1f} MB ({out['peak_memory_method']})",
+        "top operators by self time:",
+    ]
+    lines += [
+        f"  {_shown(op['name']):<36} {op['calls']:>5} calls {op['self_time_s'] * 1e3:9.2f} ms" for op in out["top_ops"]
+    ]
     if out["plausibility"]:
         lines.append(f"roofline check: {out['plausibility']['message']}")
     return out, "\n".join(lines)
 
 
 # Library errors name the Python field; the CLI user typed the flag.
-_FLAGS = {"microbatch": "--microbatch", "static_gb": "--static-gb", "activation_gb_per_sample": "--activation-gb-per-sample",
-          "device_gb": "--device-gb", "reserve_fraction": "--reserve", "blocks": "--blocks",
-          "throughput_gain": "--throughput-gain", "steps_change": "--steps-change",
-          "price_per_hour_usd": "--price-per-hour", "baseline_hours": "--baseline-hours",
-          "window_hours": "--window-hours", "repeats": "--repeats", "rounds": "--rounds", "device": "--device", "top": "--top",
-          "scenario": "--scenario", "candidate": "--candidate", "registry": "--registry", "report": "--report", **{name: "--" + name.replace("_", "-") for name in SimConfig.__dataclass_fields__}}
+_FLAGS = {
+    "microbatch": "--microbatch",
+    "static_gb": "--static-gb",
+    "activation_gb_per_sample": "--activation-gb-per-sample",
+    "device_gb": "--device-gb",
+    "reserve_fraction": "--reserve",
+    "blocks": "--blocks",
+    "throughput_gain": "--throughput-gain",
+    "steps_change": "--steps-change",
+    "price_per_hour_usd": "--price-per-hour",
+    "baseline_hours": "--baseline-hours",
+    "window_hours": "--window-hours",
+    "repeats": "--repeats",
+    "rounds": "--rounds",
+    "device": "--device",
+    "top": "--top",
+    "scenario": "--scenario",
+    "candidate": "--candidate",
+    "registry": "--registry",
+    "report": "--report",
+    **{name: "--" + name.replace("_", "-") for name in SimConfig.__dataclass_fields__},
+}
 _FLAGS["output"] = "--output"  # simulate -o
 _FLAGS.update(cli_memory.FLAGS)  # ledger, fix-oom
 
@@ -173,8 +231,10 @@ def _writing(field: str, path: str | None):
     try:
         yield
     except OSError as err:
-        raise ValueError(f"{field} {path!r} could not be written ({err.strerror or err}); allowed: a file path in "
-                         f"an existing folder you may write to, on a disk with room") from None
+        raise ValueError(
+            f"{field} {path!r} could not be written ({err.strerror or err}); allowed: a file path in "
+            f"an existing folder you may write to, on a disk with room"
+        ) from None
 
 
 def _analyze(args: argparse.Namespace) -> tuple[dict, str]:
@@ -196,16 +256,27 @@ def _simulate(args: argparse.Namespace) -> tuple[dict, str]:
     simulate.trace_path(args.output, "output")
     with _writing("output", args.output):
         path = simulate.write_trace(config, args.output)
-    out = {"path": str(path), "scenario": args.scenario, "config": dataclasses.asdict(config),
-           "bytes": path.stat().st_size}
+    out = {
+        "path": str(path),
+        "scenario": args.scenario,
+        "config": dataclasses.asdict(config),
+        "bytes": path.stat().st_size,
+    }
     return out, f"wrote {_shown(path)} ({out['bytes']:,} bytes): scenario {args.scenario}, " + ", ".join(
-        f"{k}={_shown(v)}" for k, v in knobs.items())
+        f"{k}={_shown(v)}" for k, v in knobs.items()
+    )
 
 
 def _grade(args: argparse.Namespace) -> tuple[dict, str]:
     try:
-        report = grading.grade(args.notebook, student=args.student, assignment=args.assignment, timeout_s=args.timeout,
-                               source_root=args.source_root, feedback_dir=args.feedback_dir)
+        report = grading.grade(
+            args.notebook,
+            student=args.student,
+            assignment=args.assignment,
+            timeout_s=args.timeout,
+            source_root=args.source_root,
+            feedback_dir=args.feedback_dir,
+        )
     except grading.GradingError as err:  # the source would not build: still one line and status 2
         raise ValueError(str(err)) from None
     return report.to_dict(), report.text()
@@ -219,12 +290,23 @@ def _self_check(args: argparse.Namespace) -> tuple[dict, str]:
     return report.to_dict(), report.text()
 
 
-_FLAGS.update({"student": "--student", "learner": "--learner", "assignment": "--assignment", "source_root": "--source-root",
-               "timeout_s": "--timeout"})
+_FLAGS.update(
+    {
+        "student": "--student",
+        "learner": "--learner",
+        "assignment": "--assignment",
+        "source_root": "--source-root",
+        "timeout_s": "--timeout",
+    }
+)
 _FLAGS.update(cli_grading.FLAGS)  # grade-class
 # grade: 0 when the submission passes, 1 when it does not; self-check: 0 when the visible tests reach the pass mark.
-_EXIT_STATUS = {"grade": lambda out: 0 if out["passed"] else 1,
-                "self-check": lambda out: 0 if out["reaches_pass_mark"] else 1, "grade-class": cli_grading.exit_status}
+_EXIT_STATUS = {
+    "grade": lambda out: 0 if out["passed"] else 1,
+    "self-check": lambda out: 0 if out["reaches_pass_mark"] else 1,
+    "grade-class": cli_grading.exit_status,
+}
+
 
 def _plan(args: argparse.Namespace) -> tuple[dict, str]:
     from .plan import run_plan
@@ -235,6 +317,7 @@ def _plan(args: argparse.Namespace) -> tuple[dict, str]:
         report_path(args.report, "report")
     registry = None
     if args.registry:
+
         class FlagRegistry(Registry):  # its write errors name the flag
             def record(self, decision, at=None):
                 with _writing("registry", args.registry):
@@ -247,11 +330,15 @@ def _plan(args: argparse.Namespace) -> tuple[dict, str]:
         with _writing("report", args.report):
             out["report"] = str(write_report(result.report_data(), args.report))
     d, c = out["decision"], out["cost_to_target"]
-    lines = [f"{d['action'].upper()}: {out['candidate']['name']} against {out['baseline']['name']} -> "
-             f"production runs {d['to']}"]
+    lines = [
+        f"{d['action'].upper()}: {out['candidate']['name']} against {out['baseline']['name']} -> "
+        f"production runs {d['to']}"
+    ]
     if c["ratio"] is not None:
-        lines.append(f"cost to target {c['ratio']:.3f}x baseline (95% CI {c['ratio_ci95'][0]:.3f} to "
-                     f"{c['ratio_ci95'][1]:.3f}), {c['verdict']}, at an assumed ${out['price_per_hour_usd']:.2f}/h")
+        lines.append(
+            f"cost to target {c['ratio']:.3f}x baseline (95% CI {c['ratio_ci95'][0]:.3f} to "
+            f"{c['ratio_ci95'][1]:.3f}), {c['verdict']}, at an assumed ${out['price_per_hour_usd']:.2f}/h"
+        )
     lines += [f"  {reason}" for reason in d["reasons"]]
     if args.report:
         lines.append(f"report: {_shown(out['report'])}")
@@ -259,11 +346,26 @@ def _plan(args: argparse.Namespace) -> tuple[dict, str]:
 
 
 # the inputs named inside a message: a snake_case word (never English) or any input given as "name=value"
-_FIELD = re.compile(r"\b(?:" + "|".join(re.escape(k) for k in _FLAGS if "_" in k) + r")\b|\b(?:"
-                    + "|".join(re.escape(k) for k in _FLAGS) + r")(?==)")
-_COMMANDS = {"ledger": cli_memory.ledger_command, "fix-oom": cli_memory.fix_oom_command, "predict": _predict, "profile-to-cost": _profile_to_cost, "analyze": _analyze,
-             "diff": _diff, "simulate": _simulate, "plan": _plan, "grade": _grade, "self-check": _self_check,
-             "grade-class": cli_grading.grade_class_command}
+_FIELD = re.compile(
+    r"\b(?:"
+    + "|".join(re.escape(k) for k in _FLAGS if "_" in k)
+    + r")\b|\b(?:"
+    + "|".join(re.escape(k) for k in _FLAGS)
+    + r")(?==)"
+)
+_COMMANDS = {
+    "ledger": cli_memory.ledger_command,
+    "fix-oom": cli_memory.fix_oom_command,
+    "predict": _predict,
+    "profile-to-cost": _profile_to_cost,
+    "analyze": _analyze,
+    "diff": _diff,
+    "simulate": _simulate,
+    "plan": _plan,
+    "grade": _grade,
+    "self-check": _self_check,
+    "grade-class": cli_grading.grade_class_command,
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

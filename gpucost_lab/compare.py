@@ -21,13 +21,14 @@ The verdict is "faster" or "slower" only when the interval excludes 1 *and* is n
 on (:data:`MAX_WIDTH_FACTOR`); otherwise it is "inconclusive", and the honest next step is more
 rounds or a quieter machine, not a decision.
 """
+
 from __future__ import annotations
 
 import math
 import random
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
 
 from . import device as _device
 from ._validate import greater_than, integer_at_least
@@ -58,14 +59,18 @@ class Comparison:
     def __post_init__(self) -> None:
         n_b, n_c = len(self.baseline_block_times_s), len(self.candidate_block_times_s)
         if n_b != n_c or n_b < 4 or n_b % 2:
-            raise ValueError(f"block times must hold 2 per round for both sides, at least 2 rounds, got "
-                             f"{n_b} baseline and {n_c} candidate blocks")
+            raise ValueError(
+                f"block times must hold 2 per round for both sides, at least 2 rounds, got "
+                f"{n_b} baseline and {n_c} candidate blocks"
+            )
         _check_orders(self.round_orders, n_b // 2, allow_empty=True)
         for side, times in (("baseline", self.baseline_block_times_s), ("candidate", self.candidate_block_times_s)):
             for i, t in enumerate(times):
                 if not (isinstance(t, float) and math.isfinite(t) and t > 0):
-                    raise ValueError(f"{side}_block_times_s[{i}] must be a finite time > 0 s, got {t!r}: the clock "
-                                     "is coarser than the timed block; raise measured_steps")
+                    raise ValueError(
+                        f"{side}_block_times_s[{i}] must be a finite time > 0 s, got {t!r}: the clock "
+                        "is coarser than the timed block; raise measured_steps"
+                    )
 
     @property
     def rounds(self) -> int:
@@ -76,8 +81,10 @@ class Comparison:
         """Candidate / baseline step time, one paired ratio per round."""
         b, c = self.baseline_block_times_s, self.candidate_block_times_s
         steps_b, steps_c = self.baseline_contract.measured_steps, self.candidate_contract.measured_steps
-        return Estimate.of(math.sqrt(c[2 * i] * c[2 * i + 1] / (b[2 * i] * b[2 * i + 1])) * steps_b / steps_c
-                           for i in range(self.rounds))
+        return Estimate.of(
+            math.sqrt(c[2 * i] * c[2 * i + 1] / (b[2 * i] * b[2 * i + 1])) * steps_b / steps_c
+            for i in range(self.rounds)
+        )
 
     @property
     def step_time(self) -> RatioVerdict:
@@ -124,8 +131,7 @@ class Comparison:
         units_b, units_c = self.baseline_contract.units_per_step, self.candidate_contract.units_per_step
         return self.time_ratio * units_b / units_c
 
-    def cost_to_target(self, baseline_steps: "Sequence[int] | int", candidate_steps: "Sequence[int] | int"
-                       ) -> RatioVerdict:
+    def cost_to_target(self, baseline_steps: Sequence[int] | int, candidate_steps: Sequence[int] | int) -> RatioVerdict:
         """Candidate / baseline cost to the quality target at one price: step-time ratio x steps ratio.
 
         Steps to target are one count each, or one count per seed. Two equally long lists are taken as
@@ -141,17 +147,23 @@ class Comparison:
         return RatioVerdict(combine(*factors), max_width_factor=self.max_width_factor)
 
     def to_dict(self) -> dict:
-        return {"time_ratio": self.time_ratio, "ci95_low": self.ci95_low, "ci95_high": self.ci95_high,
-                "verdict": self.verdict, "reason": self.reason, "rounds": self.rounds,
-                "max_width_factor": self.max_width_factor,
-                "round_orders": list(self.round_orders or ("ABBA",) * self.rounds),
-                "baseline_block_times_s": list(self.baseline_block_times_s),
-                "candidate_block_times_s": list(self.candidate_block_times_s),
-                "baseline_measured_steps": self.baseline_contract.measured_steps,
-                "candidate_measured_steps": self.candidate_contract.measured_steps}
+        return {
+            "time_ratio": self.time_ratio,
+            "ci95_low": self.ci95_low,
+            "ci95_high": self.ci95_high,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "rounds": self.rounds,
+            "max_width_factor": self.max_width_factor,
+            "round_orders": list(self.round_orders or ("ABBA",) * self.rounds),
+            "baseline_block_times_s": list(self.baseline_block_times_s),
+            "candidate_block_times_s": list(self.candidate_block_times_s),
+            "baseline_measured_steps": self.baseline_contract.measured_steps,
+            "candidate_measured_steps": self.candidate_contract.measured_steps,
+        }
 
 
-def _steps(name: str, steps: "Sequence[int] | int") -> "Estimate | float":
+def _steps(name: str, steps: Sequence[int] | int) -> Estimate | float:
     if isinstance(steps, (int, float)) and not isinstance(steps, bool):
         if not steps > 0:
             raise ValueError(f"{name} must be > 0, got {steps!r}")
@@ -169,11 +181,19 @@ def _as_measurement(contract: BenchmarkContract, times: tuple[float, ...]) -> Me
     return Measurement(replace(contract, repeats=len(times)), times)
 
 
-def compare_steps(baseline_step: Callable[[], object], candidate_step: Callable[[], object],
-                  contract: BenchmarkContract, *, rounds: int | None = None, clock: Clock = time.perf_counter,
-                  synchronize: Callable[[], None] | None = None, candidate_contract: BenchmarkContract | None = None,
-                  allow: Sequence[str] = (), max_width_factor: float = MAX_WIDTH_FACTOR,
-                  order_seed: int | None = None) -> Comparison:
+def compare_steps(
+    baseline_step: Callable[[], object],
+    candidate_step: Callable[[], object],
+    contract: BenchmarkContract,
+    *,
+    rounds: int | None = None,
+    clock: Clock = time.perf_counter,
+    synchronize: Callable[[], None] | None = None,
+    candidate_contract: BenchmarkContract | None = None,
+    allow: Sequence[str] = (),
+    max_width_factor: float = MAX_WIDTH_FACTOR,
+    order_seed: int | None = None,
+) -> Comparison:
     """Warm both steps up, then time them in ``rounds`` rounds (default: ``contract.repeats``).
 
     ``candidate_contract`` is the candidate's own contract when it changes a field (e.g. the batch); it
@@ -187,8 +207,9 @@ def compare_steps(baseline_step: Callable[[], object], candidate_step: Callable[
     rounds = integer_at_least("rounds", contract.repeats if rounds is None else rounds, 2)
     sync = synchronize if synchronize is not None else _device.synchronizer(contract.device)
     orders = random_round_orders(rounds, contract.seed if order_seed is None else order_seed)
-    times = interleaved_blocks(((baseline_step, contract, sync), (candidate_step, candidate_contract, sync)),
-                               rounds, clock, orders)
+    times = interleaved_blocks(
+        ((baseline_step, contract, sync), (candidate_step, candidate_contract, sync)), rounds, clock, orders
+    )
     return Comparison(contract, candidate_contract, times[0], times[1], max_width_factor, orders)
 
 
@@ -211,8 +232,9 @@ def _check_orders(orders: Sequence[str], rounds: int, *, allow_empty: bool = Fal
 Side = tuple[Callable[[], object], BenchmarkContract, Callable[[], None]]
 
 
-def interleaved_blocks(sides: tuple[Side, Side], rounds: int, clock: Clock,
-                       orders: Sequence[str] | None = None) -> tuple[tuple[float, ...], ...]:
+def interleaved_blocks(
+    sides: tuple[Side, Side], rounds: int, clock: Clock, orders: Sequence[str] | None = None
+) -> tuple[tuple[float, ...], ...]:
     """Warm up both sides, then time ``rounds`` rounds of blocks; each side's block times, in run order.
 
     A side is ``(step, contract, synchronize)``: a block is ``synchronize()``, read the clock, the
@@ -229,7 +251,7 @@ def interleaved_blocks(sides: tuple[Side, Side], rounds: int, clock: Clock,
         sync()
     times: tuple[list[float], list[float]] = ([], [])
     for order in orders:
-        for side in ((0, 1, 1, 0) if order == "ABBA" else (1, 0, 0, 1)):
+        for side in (0, 1, 1, 0) if order == "ABBA" else (1, 0, 0, 1):
             step, contract, sync = sides[side]
             sync()
             start_s = clock()

@@ -5,14 +5,16 @@ hardware, software, model, shapes, precision, warm-up, synchronization and count
 across contracts raises :class:`ContractMismatch` naming every changed field, unless the change is
 the one being tested and is named in ``allow``.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import os
 import platform
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
-from typing import Callable, Iterable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import torch
 
@@ -22,8 +24,18 @@ from ._validate import integer_at_least, one_of
 COUNTED_UNITS = ("samples", "tokens")
 FLOAT32_MATH = ("ieee", "tf32")  # how CUDA may run float32 matmuls and convolutions: IEEE FP32, or TF32 tensor cores
 # Fields read from the running machine and process; the rest describe the workload.
-ENVIRONMENT_FIELDS = ("cpu_model", "cpu_cores", "gpu_name", "gpu_memory_bytes", "python_version",
-                      "torch_version", "cuda_version", "threads", "float32_matmul", "float32_conv")
+ENVIRONMENT_FIELDS = (
+    "cpu_model",
+    "cpu_cores",
+    "gpu_name",
+    "gpu_memory_bytes",
+    "python_version",
+    "torch_version",
+    "cuda_version",
+    "threads",
+    "float32_matmul",
+    "float32_conv",
+)
 
 
 class FieldChange(NamedTuple):
@@ -84,10 +96,22 @@ class BenchmarkContract:
         object.__setattr__(self, "input_shapes", tuple(tuple(int(d) for d in s) for s in self.input_shapes))
 
     @classmethod
-    def capture(cls, *, model: torch.nn.Module | None = None, inputs: Iterable = (), dtype: str | torch.dtype = "float32",
-                device: str = "auto", warmup_steps: int = 5, measured_steps: int = 20, repeats: int = 5,
-                counted_unit: str = "samples", units_per_step: int | None = None, seed: int = 0,
-                model_name: str | None = None, parameter_count: int | None = None) -> "BenchmarkContract":
+    def capture(
+        cls,
+        *,
+        model: torch.nn.Module | None = None,
+        inputs: Iterable = (),
+        dtype: str | torch.dtype = "float32",
+        device: str = "auto",
+        warmup_steps: int = 5,
+        measured_steps: int = 20,
+        repeats: int = 5,
+        counted_unit: str = "samples",
+        units_per_step: int | None = None,
+        seed: int = 0,
+        model_name: str | None = None,
+        parameter_count: int | None = None,
+    ) -> BenchmarkContract:
         """Freeze a contract from the running environment plus the workload.
 
         ``inputs`` holds tensors or shapes; ``units_per_step`` defaults to the first input's first
@@ -103,10 +127,21 @@ class BenchmarkContract:
             parameter_count = sum(p.numel() for p in model.parameters()) if model is not None else 0
         if model_name is None:
             model_name = _describe(model) if model is not None else "unnamed"
-        return cls(**environment(device), device=device, model_name=model_name, parameter_count=parameter_count,
-                   input_shapes=shapes, dtype=str(dtype).removeprefix("torch."), warmup_steps=warmup_steps,
-                   measured_steps=measured_steps, repeats=repeats, sync_method=_device.sync_method(device),
-                   counted_unit=counted_unit, units_per_step=units_per_step, seed=seed)
+        return cls(
+            **environment(device),
+            device=device,
+            model_name=model_name,
+            parameter_count=parameter_count,
+            input_shapes=shapes,
+            dtype=str(dtype).removeprefix("torch."),
+            warmup_steps=warmup_steps,
+            measured_steps=measured_steps,
+            repeats=repeats,
+            sync_method=_device.sync_method(device),
+            counted_unit=counted_unit,
+            units_per_step=units_per_step,
+            seed=seed,
+        )
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -117,7 +152,7 @@ class BenchmarkContract:
         return json.dumps(self.to_dict(), sort_keys=True)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "BenchmarkContract":
+    def from_dict(cls, data: dict) -> BenchmarkContract:
         names = {f.name for f in fields(cls)}
         if set(data) != names:
             missing, unknown = sorted(names - set(data)), sorted(set(data) - names)
@@ -125,7 +160,7 @@ class BenchmarkContract:
         return cls(**data)
 
     @classmethod
-    def from_json(cls, text: str) -> "BenchmarkContract":
+    def from_json(cls, text: str) -> BenchmarkContract:
         return cls.from_dict(json.loads(text))
 
     @property
@@ -134,12 +169,15 @@ class BenchmarkContract:
         canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
-    def diff(self, other: "BenchmarkContract") -> tuple[FieldChange, ...]:
+    def diff(self, other: BenchmarkContract) -> tuple[FieldChange, ...]:
         """Every field whose value differs, in declaration order."""
-        return tuple(FieldChange(f.name, getattr(self, f.name), getattr(other, f.name))
-                     for f in fields(self) if getattr(self, f.name) != getattr(other, f.name))
+        return tuple(
+            FieldChange(f.name, getattr(self, f.name), getattr(other, f.name))
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(other, f.name)
+        )
 
-    def require_same(self, other: "BenchmarkContract", allow: Iterable[str] = ()) -> None:
+    def require_same(self, other: BenchmarkContract, allow: Iterable[str] = ()) -> None:
         """Raise :class:`ContractMismatch` unless ``other`` differs only in the fields named in ``allow``."""
         allow = set(allow)
         unknown = allow - {f.name for f in fields(self)}
@@ -184,8 +222,10 @@ def float32_math() -> dict:
     where the older getters refuse to answer once the two are mixed.
     """
     matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
-    return {"float32_matmul": _tf32_or_ieee(matmul, lambda: matmul.allow_tf32),
-            "float32_conv": _tf32_or_ieee(getattr(cudnn, "conv", None), lambda: cudnn.allow_tf32)}
+    return {
+        "float32_matmul": _tf32_or_ieee(matmul, lambda: matmul.allow_tf32),
+        "float32_conv": _tf32_or_ieee(getattr(cudnn, "conv", None), lambda: cudnn.allow_tf32),
+    }
 
 
 def _tf32_or_ieee(backend: object, legacy_flag: Callable[[], bool]) -> str:

@@ -5,11 +5,12 @@ The price per accelerator-hour is an *assumption* you state, not a fact you meas
 is the share of paid accelerator time that runs the measured work (1.0 = every paid second is a
 measured second); idle, queued or failed time raises the cost of each useful unit.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 from ._validate import FLOAT_MAX, fraction, greater_than, positive, too_large
 from .stats import Estimate, Interval, combine
@@ -59,7 +60,7 @@ def relative_cost(throughput_gain: float, steps_change: float) -> float:
 
 
 def verdict(relative: float) -> str:
-    """"cheaper", "more expensive", or "same cost" (within 1e-9) for a relative cost."""
+    """ "cheaper", "more expensive", or "same cost" (within 1e-9) for a relative cost."""
     if math.isclose(relative, 1.0, rel_tol=0, abs_tol=1e-9):
         return "same cost"
     return "cheaper" if relative < 1.0 else "more expensive"
@@ -76,8 +77,12 @@ def measured_cost_per_unit(measurement: Measurement, price_per_hour_usd: float, 
     return Estimate.of(t / measurement.units_per_repeat * per_s_usd for t in measurement.repeat_times_s)
 
 
-def measured_cost_to_target(measurement: Measurement, steps_to_target: float | Sequence[int],
-                            price_per_hour_usd: float, utilization: float = 1.0) -> Interval:
+def measured_cost_to_target(
+    measurement: Measurement,
+    steps_to_target: float | Sequence[int],
+    price_per_hour_usd: float,
+    utilization: float = 1.0,
+) -> Interval:
     """Cost to reach the quality target, cost per step x steps to target, with its 95% interval.
 
     ``steps_to_target`` is one count, or one count per seed: then the spread across seeds is in the
@@ -121,8 +126,14 @@ def nightly_window(units: float, units_per_s: float | Estimate, window_hours: fl
         mean = low = units_per_s
     run_hours = units / positive("units_per_s", mean) / SECONDS_PER_HOUR
     worst_hours = units / low / SECONDS_PER_HOUR
-    return WindowCheck(run_hours, worst_hours, window_hours, run_hours <= window_hours,
-                       worst_hours <= window_hours, window_hours - run_hours)
+    return WindowCheck(
+        run_hours,
+        worst_hours,
+        window_hours,
+        run_hours <= window_hours,
+        worst_hours <= window_hours,
+        window_hours - run_hours,
+    )
 
 
 def _check_priced(baseline_hours: float, relative: float, price_per_hour_usd: float) -> None:
@@ -131,16 +142,29 @@ def _check_priced(baseline_hours: float, relative: float, price_per_hour_usd: fl
     if math.isfinite(longest * price_per_hour_usd):
         return
     if math.isfinite(longest) and price_per_hour_usd >= baseline_hours:
-        raise too_large("price_per_hour_usd", price_per_hour_usd, FLOAT_MAX / longest,
-                        f"baseline_hours={baseline_hours!r} and a relative cost of {relative:.6g}",
-                        "the cost overflows")
-    raise too_large("baseline_hours", baseline_hours, FLOAT_MAX / max(relative, 1.0) / max(price_per_hour_usd, 1.0),
-                    f"price_per_hour_usd={price_per_hour_usd!r} and a relative cost of {relative:.6g}",
-                    "the hours or the cost overflow")
+        raise too_large(
+            "price_per_hour_usd",
+            price_per_hour_usd,
+            FLOAT_MAX / longest,
+            f"baseline_hours={baseline_hours!r} and a relative cost of {relative:.6g}",
+            "the cost overflows",
+        )
+    raise too_large(
+        "baseline_hours",
+        baseline_hours,
+        FLOAT_MAX / max(relative, 1.0) / max(price_per_hour_usd, 1.0),
+        f"price_per_hour_usd={price_per_hour_usd!r} and a relative cost of {relative:.6g}",
+        "the hours or the cost overflow",
+    )
 
 
-def predict(throughput_gain: float, steps_change: float, price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD,
-            baseline_hours: float | None = None, window_hours: float | None = None) -> dict:
+def predict(
+    throughput_gain: float,
+    steps_change: float,
+    price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD,
+    baseline_hours: float | None = None,
+    window_hours: float | None = None,
+) -> dict:
     """The cost predictor (chapter 03): relative cost and verdict, and the priced run when a baseline
     run length is given (time scales like cost at a fixed price).
 
@@ -149,22 +173,38 @@ def predict(throughput_gain: float, steps_change: float, price_per_hour_usd: flo
     positive("price_per_hour_usd", price_per_hour_usd)
     r = relative_cost(throughput_gain, steps_change)
     if not math.isfinite(r):
-        raise too_large("steps_change", steps_change, FLOAT_MAX * (1.0 + throughput_gain) - 1.0,
-                        f"throughput_gain={throughput_gain!r}", "the relative cost overflows")
-    out = {"relative_cost": r, "verdict": verdict(r), "throughput_gain": float(throughput_gain),
-           "steps_change": float(steps_change), "price_per_hour_usd": float(price_per_hour_usd)}
+        raise too_large(
+            "steps_change",
+            steps_change,
+            FLOAT_MAX * (1.0 + throughput_gain) - 1.0,
+            f"throughput_gain={throughput_gain!r}",
+            "the relative cost overflows",
+        )
+    out = {
+        "relative_cost": r,
+        "verdict": verdict(r),
+        "throughput_gain": float(throughput_gain),
+        "steps_change": float(steps_change),
+        "price_per_hour_usd": float(price_per_hour_usd),
+    }
     if baseline_hours is not None:
         positive("baseline_hours", baseline_hours)
         candidate_hours = baseline_hours * r
         _check_priced(baseline_hours, r, price_per_hour_usd)
-        out.update(baseline_hours=float(baseline_hours), candidate_hours=candidate_hours,
-                   baseline_cost_usd=baseline_hours * price_per_hour_usd,
-                   candidate_cost_usd=candidate_hours * price_per_hour_usd,
-                   savings_usd=(baseline_hours - candidate_hours) * price_per_hour_usd)
+        out.update(
+            baseline_hours=float(baseline_hours),
+            candidate_hours=candidate_hours,
+            baseline_cost_usd=baseline_hours * price_per_hour_usd,
+            candidate_cost_usd=candidate_hours * price_per_hour_usd,
+            savings_usd=(baseline_hours - candidate_hours) * price_per_hour_usd,
+        )
     if window_hours is not None:
         positive("window_hours", window_hours)
         if baseline_hours is None:
             raise ValueError("window_hours needs baseline_hours (the baseline run's length), got None")
-        out.update(window_hours=float(window_hours), baseline_fits_window=baseline_hours <= window_hours,
-                   candidate_fits_window=out["candidate_hours"] <= window_hours)
+        out.update(
+            window_hours=float(window_hours),
+            baseline_fits_window=baseline_hours <= window_hours,
+            candidate_fits_window=out["candidate_hours"] <= window_hours,
+        )
     return out

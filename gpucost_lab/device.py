@@ -4,9 +4,10 @@ CUDA launches are asynchronous: the Python call returns when the kernel is *queu
 run. A clock read without ``torch.cuda.synchronize()`` before it times the queueing. On the CPU, torch
 operators run synchronously, so the synchronization is an explicit no-op.
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -25,7 +26,9 @@ def resolve_device(name: str = "auto") -> str:
         if ":" in name:
             index = name.split(":", 1)[1]
             if not index.isdigit() or int(index) >= torch.cuda.device_count():
-                raise ValueError(f"device {name!r} does not exist; this machine has {torch.cuda.device_count()} CUDA device(s)")
+                raise ValueError(
+                    f"device {name!r} does not exist; this machine has {torch.cuda.device_count()} CUDA device(s)"
+                )
     return name
 
 

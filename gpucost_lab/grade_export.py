@@ -17,6 +17,7 @@ maximum, or ``pending`` while manual grading is outstanding). ``read_grades`` ta
 - ``csv``: one row per learner and assignment: ``student_id``, ``last_name``, ``first_name``, ``email``,
   ``assignment``, ``score``, ``max_score``, ``passed``.
 """
+
 from __future__ import annotations
 
 import csv
@@ -68,20 +69,31 @@ def parse_grades_csv(text: str) -> list[Grade]:
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
     if missing:
-        raise ValueError(f"source lacks the column {missing[0]!r} of `nbgrader export` with the course's plugin "
-                         f"(gpucost_lab.nbgrader_export); its columns: {reader.fieldnames}")
+        raise ValueError(
+            f"source lacks the column {missing[0]!r} of `nbgrader export` with the course's plugin "
+            f"(gpucost_lab.nbgrader_export); its columns: {reader.fieldnames}"
+        )
     grades = []
     for number, row in enumerate(reader, start=2):
         if not row["student_id"] or not row["assignment"]:
-            raise ValueError(f"student_id and assignment must be set (row {number}), got "
-                             f"{row['student_id']!r} and {row['assignment']!r}")
+            raise ValueError(
+                f"student_id and assignment must be set (row {number}), got "
+                f"{row['student_id']!r} and {row['assignment']!r}"
+            )
         if row["passed"] not in PASSED_VALUES:
             raise ValueError(f"passed must be one of {', '.join(PASSED_VALUES)} (row {number}), got {row['passed']!r}")
-        grades.append(Grade(student_id=row["student_id"], assignment=row["assignment"],
-                            score=_number("score", row["score"], number),
-                            max_score=_number("max_score", row["max_score"], number), passed=row["passed"],
-                            first_name=row["first_name"] or "", last_name=row["last_name"] or "",
-                            email=row["email"] or ""))
+        grades.append(
+            Grade(
+                student_id=row["student_id"],
+                assignment=row["assignment"],
+                score=_number("score", row["score"], number),
+                max_score=_number("max_score", row["max_score"], number),
+                passed=row["passed"],
+                first_name=row["first_name"] or "",
+                last_name=row["last_name"] or "",
+                email=row["email"] or "",
+            )
+        )
     return grades
 
 
@@ -103,8 +115,9 @@ def read_grades(source: str | os.PathLike, course_id: str = "gpucost-lab") -> li
     """``source``: a gradebook (``.db``, read with nbgrader) or the CSV ``nbgrader export`` wrote."""
     path = Path(source)
     if not path.is_file():
-        raise ValueError(f"source must be a gradebook (.db) or an `nbgrader export` CSV, got {str(source)!r}, "
-                         "which is not a file")
+        raise ValueError(
+            f"source must be a gradebook (.db) or an `nbgrader export` CSV, got {str(source)!r}, which is not a file"
+        )
     if path.suffix == ".db":
         with open(path, "rb") as fh:
             if fh.read(16) != b"SQLite format 3\x00":
@@ -148,8 +161,11 @@ def canvas_rows(grades: list[Grade], canvas_ids: dict[str, str] | None = None) -
         points += [_score(maxima[a]), ""]
     rows = [header, points]
     for learner in _learners(grades):
-        name = f"{learner.last_name}, {learner.first_name}" if learner.last_name and learner.first_name \
+        name = (
+            f"{learner.last_name}, {learner.first_name}"
+            if learner.last_name and learner.first_name
             else (learner.last_name or learner.first_name or learner.student_id)
+        )
         rows.append([name, "", "", learner.student_id, ""] + _score_cells(by, learner, assignments, CANVAS_PASSED))
     return rows
 
@@ -172,16 +188,28 @@ def moodle_rows(grades: list[Grade]) -> list[list[str]]:
         header += [a, f"{a} passed"]
     rows = [header]
     for learner in _learners(grades):
-        rows.append([learner.first_name, learner.last_name, learner.student_id, learner.email]
-                    + _score_cells(by, learner, assignments, MOODLE_PASSED))
+        rows.append(
+            [learner.first_name, learner.last_name, learner.student_id, learner.email]
+            + _score_cells(by, learner, assignments, MOODLE_PASSED)
+        )
     return rows
 
 
 def plain_rows(grades: list[Grade]) -> list[list[str]]:
     rows = [list(PLAIN_COLUMNS)]
     for g in sorted(grades, key=lambda g: (g.student_id, g.assignment)):
-        rows.append([g.student_id, g.last_name, g.first_name, g.email, g.assignment, _score(g.score),
-                     _score(g.max_score), g.passed])
+        rows.append(
+            [
+                g.student_id,
+                g.last_name,
+                g.first_name,
+                g.email,
+                g.assignment,
+                _score(g.score),
+                _score(g.max_score),
+                g.passed,
+            ]
+        )
     return rows
 
 
@@ -201,8 +229,14 @@ def to_csv(rows: list[list[str]]) -> str:
     return out.getvalue()
 
 
-def export_grades(source: str | os.PathLike, fmt: str, output: str | os.PathLike | None = None, *,
-                  course_id: str = "gpucost-lab", canvas_ids: dict[str, str] | None = None) -> str:
+def export_grades(
+    source: str | os.PathLike,
+    fmt: str,
+    output: str | os.PathLike | None = None,
+    *,
+    course_id: str = "gpucost-lab",
+    canvas_ids: dict[str, str] | None = None,
+) -> str:
     """The grades in ``source`` in format ``fmt``, as CSV text; also written to ``output`` when given."""
     if fmt not in FORMATS:  # before reading: a wrong format is said first
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")

@@ -16,13 +16,14 @@ them, and the bytes of those tensors plus the saved tensors their graphs still h
 On CUDA it also records ``torch.cuda.memory_allocated``. A leak is a robust trend after a short warm-up
 (growth in most steps *and* a positive least-squares slope), never one sample.
 """
+
 from __future__ import annotations
 
 import gc
 import statistics
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Callable
 
 import torch
 
@@ -124,8 +125,14 @@ def _trend(values: list[float], min_growth_share: float) -> tuple[bool, float]:
     return share >= min_growth_share and slope > 0, slope
 
 
-def detect_retained_graphs(step: Callable[[], object], steps: int = 20, *, warmup_steps: int = 3,
-                           min_growth_share: float = 0.8, device: str | None = None) -> LeakReport:
+def detect_retained_graphs(
+    step: Callable[[], object],
+    steps: int = 20,
+    *,
+    warmup_steps: int = 3,
+    min_growth_share: float = 0.8,
+    device: str | None = None,
+) -> LeakReport:
     """Run ``step`` ``steps`` times and report whether autograd graphs pile up across steps.
 
     After each step the garbage collector runs and the census above is taken. Over the samples after
@@ -168,20 +175,34 @@ def detect_retained_graphs(step: Callable[[], object], steps: int = 20, *, warmu
     saved_up, _ = _trend([s.saved_bytes for s in fitted], min_growth_share)
     device_slope = _trend([s.device_allocated_bytes for s in fitted], min_growth_share)[1] if on_cuda else None
     leaking = tensors_up or nodes_up or bytes_up
-    return LeakReport(leaking, bytes_slope, tensors_slope, nodes_slope, device_slope,
-                      _likely_cause(leaking, tensors_up, saved_up) if leaking else None, tuple(samples), warmup_steps)
+    return LeakReport(
+        leaking,
+        bytes_slope,
+        tensors_slope,
+        nodes_slope,
+        device_slope,
+        _likely_cause(leaking, tensors_up, saved_up) if leaking else None,
+        tuple(samples),
+        warmup_steps,
+    )
 
 
 def _likely_cause(leaking: bool, tensors_up: bool, saved_up: bool) -> str:
     fix = "keep loss.item() (a Python float) or loss.detach() instead of the loss tensor"
     if tensors_up and saved_up:
-        return ("a tensor with an autograd graph is kept every step and its graph still holds the saved "
-                "activations (backward never ran on it, e.g. losses.append(loss) in a loop without "
-                f"torch.no_grad(), or it ran with retain_graph=True): {fix}")
+        return (
+            "a tensor with an autograd graph is kept every step and its graph still holds the saved "
+            "activations (backward never ran on it, e.g. losses.append(loss) in a loop without "
+            f"torch.no_grad(), or it ran with retain_graph=True): {fix}"
+        )
     if tensors_up:
-        return ("a tensor with an autograd graph is kept every step, e.g. losses.append(loss): backward freed "
-                f"its saved activations but every graph's nodes stay alive: {fix}")
+        return (
+            "a tensor with an autograd graph is kept every step, e.g. losses.append(loss): backward freed "
+            f"its saved activations but every graph's nodes stay alive: {fix}"
+        )
     if saved_up:
-        return ("one tensor's autograd history grows every step and holds each step's saved activations, e.g. "
-                f"total_loss += loss with backward(retain_graph=True): {fix}")
+        return (
+            "one tensor's autograd history grows every step and holds each step's saved activations, e.g. "
+            f"total_loss += loss with backward(retain_graph=True): {fix}"
+        )
     return f"one tensor's autograd history grows every step, e.g. total_loss += loss: {fix}"

@@ -37,6 +37,7 @@ of real steps (``benchmarks/ledger_accuracy.py``, RESULTS.md):
   resident from the first microbatch's backward on, as static memory counts them: accumulation raises the peak by
   up to the gradients.
 """
+
 from __future__ import annotations
 
 import math
@@ -45,10 +46,19 @@ from dataclasses import asdict, dataclass, replace
 import pandas as pd
 
 from ._validate import FLOAT_MAX, fraction, integer_at_least, non_negative, positive, too_large
-from .memory_model import (MICROBATCH_OVERHEAD_FRACTION, RECOMPUTE_STEP_TIME_FACTOR, SELECTIVE_EXTRA_COMPUTE,
-                           SELECTIVE_SAVING_FRACTION, accumulation_step_time_factor, activation_scale,
-                           check_precision, check_recompute, keep_fraction, microbatches, recompute_step_time_factor,
-                           static_memory)
+from .memory_model import (
+    MICROBATCH_OVERHEAD_FRACTION,
+    SELECTIVE_EXTRA_COMPUTE,
+    SELECTIVE_SAVING_FRACTION,
+    accumulation_step_time_factor,
+    activation_scale,
+    check_precision,
+    check_recompute,
+    keep_fraction,
+    microbatches,
+    recompute_step_time_factor,
+    static_memory,
+)
 
 _TOLERANCE_GB = 1e-9  # one byte: absorbs float rounding at the exact budget edge
 # The ledger prints a row per block: real models have at most a few hundred blocks (layers), and 1,000 rows are
@@ -174,19 +184,29 @@ class MemoryLedger:
         fraction("microbatch_overhead_fraction", self.microbatch_overhead_fraction)
         non_negative("gradient_gb", self.gradient_gb)
         if self.gradient_gb > self.static_gb:
-            raise ValueError(f"gradient_gb must be at most static_gb={self.static_gb!r} (the gradients are part of "
-                             f"static memory), got {self.gradient_gb!r}")
+            raise ValueError(
+                f"gradient_gb must be at most static_gb={self.static_gb!r} (the gradients are part of "
+                f"static memory), got {self.gradient_gb!r}"
+            )
         non_negative("backward_working_gb_per_sample", self.backward_working_gb_per_sample)
 
     @classmethod
-    def from_parameters(cls, parameters: int, activation_gb_per_sample: float, *, precision: str = "fp32",
-                        optimizer: str = "adamw", **kwargs) -> MemoryLedger:
+    def from_parameters(
+        cls,
+        parameters: int,
+        activation_gb_per_sample: float,
+        *,
+        precision: str = "fp32",
+        optimizer: str = "adamw",
+        **kwargs,
+    ) -> MemoryLedger:
         """A ledger whose static memory is counted from ``parameters`` (:func:`~gpucost_lab.memory_model.
         static_memory`: 16 bytes per parameter with AdamW in every precision); ``activation_gb_per_sample`` is
         counted in ``precision``."""
         static = static_memory(parameters, precision, optimizer)
-        return cls(static_gb=static.static_gb, activation_gb_per_sample=activation_gb_per_sample,
-                   precision=precision, **kwargs)
+        return cls(
+            static_gb=static.static_gb, activation_gb_per_sample=activation_gb_per_sample, precision=precision, **kwargs
+        )
 
     def with_precision(self, precision: str) -> MemoryLedger:
         """The same run in ``precision``: activations scaled by the bytes per element (2 / 4 from fp32 to a mixed
@@ -229,14 +249,17 @@ class MemoryLedger:
         # so the peak is at backward's first block (all activations, one block's gradients) or its last (one
         # block's activations, all gradients)
         g = self.gradient_gb
-        return ((self.static_gb - g + g / self.blocks, acts),
-                (self.static_gb, self.activation_gb_per_sample / self.blocks + working))
+        return (
+            (self.static_gb - g + g / self.blocks, acts),
+            (self.static_gb, self.activation_gb_per_sample / self.blocks + working),
+        )
 
     def _peak(self, microbatch: int, mode: str, accumulation_steps: int) -> float:
         return max(c + s * microbatch for c, s in self._branches(mode, accumulation_steps))
 
-    def peak_gb(self, microbatch: int, checkpointing: bool = False, *, recompute: str | None = None,
-                accumulation_steps: int = 1) -> float:
+    def peak_gb(
+        self, microbatch: int, checkpointing: bool = False, *, recompute: str | None = None, accumulation_steps: int = 1
+    ) -> float:
         """Static memory plus the peak activations at ``microbatch``: every block's activations, or with
         recomputation (``checkpointing`` is ``recompute="full"``) what all blocks but one kept plus one recomputed
         block. ``accumulation_steps`` matters only with ``gradient_gb`` (the whole step, module doc)."""
@@ -255,14 +278,16 @@ class MemoryLedger:
         if static > a * m:
             raise too_large("static_gb", static, FLOAT_MAX - a * m, given, "the peak memory overflows")
         given = f"static_gb={static!r}, microbatch={m}, blocks={self.blocks}"
-        raise too_large("activation_gb_per_sample", a, (FLOAT_MAX - static) / m / self.blocks, given,
-                        "the peak memory overflows")
+        raise too_large(
+            "activation_gb_per_sample", a, (FLOAT_MAX - static) / m / self.blocks, given, "the peak memory overflows"
+        )
 
     def _within_budget(self, total_gb: float) -> bool:
         return total_gb <= self.budget_gb + _TOLERANCE_GB
 
-    def max_microbatch(self, checkpointing: bool = False, *, recompute: str | None = None,
-                       accumulation_steps: int = 1) -> int:
+    def max_microbatch(
+        self, checkpointing: bool = False, *, recompute: str | None = None, accumulation_steps: int = 1
+    ) -> int:
         """Largest microbatch whose peak fits the budget (0 when even static memory does not fit)."""
         mode = self._mode(bool(checkpointing), recompute)
         k = integer_at_least("accumulation_steps", accumulation_steps, 1, MAX_MICROBATCH)
@@ -272,12 +297,20 @@ class MemoryLedger:
         free_gb, per_sample_gb = min(((self.budget_gb - c, s) for c, s in branches), key=lambda b: b[0] / b[1])
         if free_gb + _TOLERANCE_GB > per_sample_gb * MAX_MICROBATCH:
             a = self.activation_gb_per_sample
-            given = (f"activation_gb_per_sample={a!r} (or activation_gb_per_sample >= "
-                     f"{(free_gb + _TOLERANCE_GB) / MAX_MICROBATCH * a / per_sample_gb:.6g} at this device_gb)")
+            given = (
+                f"activation_gb_per_sample={a!r} (or activation_gb_per_sample >= "
+                f"{(free_gb + _TOLERANCE_GB) / MAX_MICROBATCH * a / per_sample_gb:.6g} at this device_gb)"
+            )
             limit = ((self.budget_gb - free_gb) + per_sample_gb * MAX_MICROBATCH - _TOLERANCE_GB) / (
-                1.0 - self.reserve_fraction)
-            raise too_large("device_gb", self.device_gb, limit, given,
-                            f"the largest microbatch that fits passes {MAX_MICROBATCH:.0e} samples")
+                1.0 - self.reserve_fraction
+            )
+            raise too_large(
+                "device_gb",
+                self.device_gb,
+                limit,
+                given,
+                f"the largest microbatch that fits passes {MAX_MICROBATCH:.0e} samples",
+            )
         m = math.floor((free_gb + _TOLERANCE_GB) / per_sample_gb)
         # the division can land a hair either side of an exact edge: settle it with the fit test itself
         while self._within_budget(self._peak(m + 1, mode, k)):
@@ -290,8 +323,9 @@ class MemoryLedger:
         total_gb = (self.static_gb if static_gb is None else static_gb) + activations_gb
         return LedgerBlock(block, activations_gb, total_gb, "fits" if self._within_budget(total_gb) else "over budget")
 
-    def at(self, microbatch: int, checkpointing: bool = False, *, recompute: str | None = None,
-           accumulation_steps: int = 1) -> LedgerResult:
+    def at(
+        self, microbatch: int, checkpointing: bool = False, *, recompute: str | None = None, accumulation_steps: int = 1
+    ) -> LedgerResult:
         """Evaluate the ledger at ``microbatch``: per-block rows, peak, verdict and headroom.
 
         With recomputation (``checkpointing`` is ``recompute="full"``) the forward rows hold what blocks 1..k
@@ -303,22 +337,31 @@ class MemoryLedger:
         k = integer_at_least("accumulation_steps", accumulation_steps, 1, MAX_MICROBATCH)
         peak_gb = self.peak_gb(microbatch, recompute=mode, accumulation_steps=k)
         recompute_factor = recompute_step_time_factor(mode, self.selective_extra_compute)
-        knobs = dict(recomputation=mode, precision=self.precision, accumulation_steps=k, global_batch=microbatch * k,
-                     step_time_factor=accumulation_step_time_factor(k, self.microbatch_overhead_fraction)
-                     * recompute_factor)
+        knobs = dict(
+            recomputation=mode,
+            precision=self.precision,
+            accumulation_steps=k,
+            global_batch=microbatch * k,
+            step_time_factor=accumulation_step_time_factor(k, self.microbatch_overhead_fraction) * recompute_factor,
+        )
         # the forward's static memory: without the gradients when zero_grad() freed them (the whole step)
         forward_static_gb = self.static_gb - (self.gradient_gb if k == 1 else 0.0)
         if mode != "none":
             per_block_gb = self.activation_gb_per_sample * microbatch / self.blocks
             kept = [per_block_gb * self._keep(mode) * block for block in range(1, self.blocks + 1)]
         else:
-            kept = [self.activation_gb_per_sample * microbatch * block / self.blocks for block in range(1, self.blocks + 1)]
+            kept = [
+                self.activation_gb_per_sample * microbatch * block / self.blocks for block in range(1, self.blocks + 1)
+            ]
         rows = [self._row(block, gb, forward_static_gb) for block, gb in enumerate(kept, start=1)]
         backward_row = self._row(self.blocks, peak_gb - self.static_gb)  # backward's peak, above static memory
         if mode != "none":
-            extras = dict(checkpointing=mode == "full", recompute_step_time_factor=recompute_factor,
-                          recompute=backward_row,
-                          checkpointing_saves_gb=self.peak_gb(microbatch, accumulation_steps=k) - peak_gb)
+            extras = dict(
+                checkpointing=mode == "full",
+                recompute_step_time_factor=recompute_factor,
+                recompute=backward_row,
+                checkpointing_saves_gb=self.peak_gb(microbatch, accumulation_steps=k) - peak_gb,
+            )
         elif self.gradient_gb or self.backward_working_gb_per_sample:
             extras = dict(backward=backward_row)
         else:
@@ -345,8 +388,9 @@ class MemoryLedger:
         largest = self.max_microbatch(recompute=recompute, accumulation_steps=2)
         return None if largest == 0 else max(2, math.ceil(b / largest))
 
-    def at_global_batch(self, global_batch: int, *, accumulation_steps: int | None = None,
-                        recompute: str = "none") -> LedgerResult:
+    def at_global_batch(
+        self, global_batch: int, *, accumulation_steps: int | None = None, recompute: str = "none"
+    ) -> LedgerResult:
         """The ledger for ``global_batch`` samples per optimizer step run as ``accumulation_steps`` microbatches of
         ceil(global_batch / K); without K, the smallest K that fits (K = global_batch, microbatches of 1, when
         none does: the result then says it does not fit)."""
@@ -354,8 +398,7 @@ class MemoryLedger:
         if accumulation_steps is None:
             accumulation_steps = self.smallest_accumulation(b, recompute=recompute) or b
         microbatch = microbatches(b, accumulation_steps)
-        return replace(self.at(microbatch, recompute=recompute, accumulation_steps=accumulation_steps),
-                       global_batch=b)
+        return replace(self.at(microbatch, recompute=recompute, accumulation_steps=accumulation_steps), global_batch=b)
 
 
 def __getattr__(name: str):

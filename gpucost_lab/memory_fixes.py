@@ -20,6 +20,7 @@ The pricing model, stated:
   priced at ``price_per_hour_usd``; the window holds when it finishes within ``window_hours``
   (:func:`gpucost_lab.cost.nightly_window`).
 """
+
 from __future__ import annotations
 
 import math
@@ -95,23 +96,26 @@ class FixPlan:
         return pd.DataFrame([f.to_dict() for f in self.fixes], columns=list(Fix.__dataclass_fields__))
 
     def text(self) -> str:
-        head = (f"global batch {self.global_batch}: peak {self.baseline_peak_gb:.2f} GB of a {self.budget_gb:.2f} GB "
-                f"budget -> {'fits as is' if self.baseline_fits else 'does NOT fit'} (largest microbatch "
-                f"{self.max_microbatch}); baseline {self.step_time_s:.4g} s/step = {self.samples_per_s:,.0f} samples/s, "
-                f"night of {self.samples_per_night:,.0f} samples: {self.baseline_run_hours:.2f} h, "
-                f"${self.baseline_run_cost_usd:.2f} at ${self.price_per_hour_usd:.2f}/h, "
-                f"{self.window_hours:g} h window {'holds' if self.baseline_fits_window else 'missed'}")
+        head = (
+            f"global batch {self.global_batch}: peak {self.baseline_peak_gb:.2f} GB of a {self.budget_gb:.2f} GB "
+            f"budget -> {'fits as is' if self.baseline_fits else 'does NOT fit'} (largest microbatch "
+            f"{self.max_microbatch}); baseline {self.step_time_s:.4g} s/step = {self.samples_per_s:,.0f} samples/s, "
+            f"night of {self.samples_per_night:,.0f} samples: {self.baseline_run_hours:.2f} h, "
+            f"${self.baseline_run_cost_usd:.2f} at ${self.price_per_hour_usd:.2f}/h, "
+            f"{self.window_hours:g} h window {'holds' if self.baseline_fits_window else 'missed'}"
+        )
         if not self.fixes:
             return head + "\nno fix fits: static memory alone exceeds the budget in every precision"
         lines = [head, f"{len(self.fixes)} fixes that fit, cheapest first:"]
         width = max(len(f.name) for f in self.fixes)
         for i, f in enumerate(self.fixes, 1):
-            notes = [n for n, on in (("needs a parity check", f.needs_parity_check),
-                                      ("redundant", f.redundant)) if on]
-            lines.append(f"{i:>2}. {f.name:<{width}}  peak {f.peak_gb:6.2f} GB  step x{f.step_time_factor:.3f}  "
-                         f"cost x{f.relative_cost:.3f}  {f.run_hours:5.2f} h "
-                         f"{'in window' if f.fits_window else 'LATE':<9}  ${f.run_cost_usd:.2f}"
-                         + (f"  ({'; '.join(notes)})" if notes else ""))
+            notes = [n for n, on in (("needs a parity check", f.needs_parity_check), ("redundant", f.redundant)) if on]
+            lines.append(
+                f"{i:>2}. {f.name:<{width}}  peak {f.peak_gb:6.2f} GB  step x{f.step_time_factor:.3f}  "
+                f"cost x{f.relative_cost:.3f}  {f.run_hours:5.2f} h "
+                f"{'in window' if f.fits_window else 'LATE':<9}  ${f.run_cost_usd:.2f}"
+                + (f"  ({'; '.join(notes)})" if notes else "")
+            )
         return "\n".join(lines)
 
 
@@ -137,13 +141,22 @@ def _check_finite(factors: list[float], baseline_hours: float, rate: float, samp
     given = f"samples_per_s={rate!r} and a step-time factor of {longest:.6g}"
     if not math.isfinite(hours):
         raise too_large("samples_per_night", samples, FLOAT_MAX / longest * rate, given, "the run's hours overflow")
-    raise too_large("price_per_hour_usd", price, FLOAT_MAX / hours, f"{hours:.6g} run hours", "the run's cost overflows")
+    raise too_large(
+        "price_per_hour_usd", price, FLOAT_MAX / hours, f"{hours:.6g} run hours", "the run's cost overflows"
+    )
 
 
-def plan_fixes(ledger: MemoryLedger, global_batch: int, *, step_time_s: float | None = None,
-               samples_per_s: float | None = None, price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD,
-               window_hours: float, samples_per_night: float,
-               mixed_precision_step_time_factor: float = 1.0) -> FixPlan:
+def plan_fixes(
+    ledger: MemoryLedger,
+    global_batch: int,
+    *,
+    step_time_s: float | None = None,
+    samples_per_s: float | None = None,
+    price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD,
+    window_hours: float,
+    samples_per_night: float,
+    mixed_precision_step_time_factor: float = 1.0,
+) -> FixPlan:
     """Every fix that runs ``global_batch`` within ``ledger``'s budget, cheapest first (module doc).
 
     Give the baseline as ``step_time_s`` (one optimizer step at ``global_batch`` on a device where it fitted) or
@@ -152,8 +165,10 @@ def plan_fixes(ledger: MemoryLedger, global_batch: int, *, step_time_s: float | 
     """
     b = integer_at_least("global_batch", global_batch, 1, MAX_MICROBATCH)
     if (step_time_s is None) == (samples_per_s is None):
-        raise ValueError(f"step_time_s or samples_per_s gives the baseline: give exactly one, got "
-                         f"step_time_s={step_time_s!r} and samples_per_s={samples_per_s!r}")
+        raise ValueError(
+            f"step_time_s or samples_per_s gives the baseline: give exactly one, got "
+            f"step_time_s={step_time_s!r} and samples_per_s={samples_per_s!r}"
+        )
     if step_time_s is not None:
         step_s = positive("step_time_s", step_time_s)
         rate = b / step_s
@@ -176,23 +191,65 @@ def plan_fixes(ledger: MemoryLedger, global_batch: int, *, step_time_s: float | 
             r = run.at_global_batch(b, accumulation_steps=k, recompute=recompute)
             factor = r.step_time_factor * _precision_factor(base, precision, mixed_precision_step_time_factor)
             w = nightly_window(samples_per_night, rate / factor, window_hours)
-            found.append(Fix(_name(base, precision, recompute, k, r.microbatch), precision, recompute, k,
-                             r.microbatch, r.peak_gb, r.headroom_gb, factor, factor, w.run_hours,
-                             w.run_hours * price_per_hour_usd, w.fits, w.margin_hours, precision != base, False))
+            found.append(
+                Fix(
+                    _name(base, precision, recompute, k, r.microbatch),
+                    precision,
+                    recompute,
+                    k,
+                    r.microbatch,
+                    r.peak_gb,
+                    r.headroom_gb,
+                    factor,
+                    factor,
+                    w.run_hours,
+                    w.run_hours * price_per_hour_usd,
+                    w.fits,
+                    w.margin_hours,
+                    precision != base,
+                    False,
+                )
+            )
 
-    _check_finite([1.0] + [f.step_time_factor for f in found], night.run_hours, rate, samples_per_night,
-                  price_per_hour_usd)
+    _check_finite(
+        [1.0] + [f.step_time_factor for f in found], night.run_hours, rate, samples_per_night, price_per_hour_usd
+    )
 
     def smaller(g: Fix, f: Fix) -> bool:  # g makes a subset of f's changes
-        return (g is not f and g.precision in (base, f.precision) and g.recomputation in ("none", f.recomputation)
-                and g.accumulation_steps <= f.accumulation_steps)
+        return (
+            g is not f
+            and g.precision in (base, f.precision)
+            and g.recomputation in ("none", f.recomputation)
+            and g.accumulation_steps <= f.accumulation_steps
+        )
 
     fixes = [Fix(**{**f.to_dict(), "redundant": any(smaller(g, f) for g in found)}) for f in found]
     fixes.sort(key=lambda f: (f.relative_cost, f.needs_parity_check, f.name.count("+"), f.peak_gb, f.name))
-    return FixPlan(b, baseline.budget_gb, baseline.peak_gb, baseline.fits, baseline.max_microbatch, base, step_s, rate,
-                   float(price_per_hour_usd), night.window_hours, float(samples_per_night), night.run_hours,
-                   night.run_hours * price_per_hour_usd, night.fits, tuple(fixes))
+    return FixPlan(
+        b,
+        baseline.budget_gb,
+        baseline.peak_gb,
+        baseline.fits,
+        baseline.max_microbatch,
+        base,
+        step_s,
+        rate,
+        float(price_per_hour_usd),
+        night.window_hours,
+        float(samples_per_night),
+        night.run_hours,
+        night.run_hours * price_per_hour_usd,
+        night.fits,
+        tuple(fixes),
+    )
 
 
-__all__ = ["Fix", "FixPlan", "plan_fixes", "COURSE_GLOBAL_BATCH", "COURSE_STEP_TIME_S", "COURSE_SAMPLES_PER_NIGHT",
-           "COURSE_WINDOW_HOURS"]
+__all__ = [
+    "Fix",
+    "FixPlan",
+    "plan_fixes",
+    "COURSE_GLOBAL_BATCH",
+    "COURSE_STEP_TIME_S",
+    "COURSE_SAMPLES_PER_NIGHT",
+    "COURSE_WINDOW_HOURS",
+]

@@ -49,6 +49,7 @@ so ``step_time_factor(K) = T(B, K) / T(B, 1) = 1 + (K - 1) x f`` with ``f = c / 
 overhead as a fraction of the one-batch step (:data:`MICROBATCH_OVERHEAD_FRACTION`, measured; pass your own).
 The factors multiply: ``accumulation x recomputation``.
 """
+
 from __future__ import annotations
 
 import math
@@ -77,7 +78,8 @@ SELECTIVE_EXTRA_COMPUTE = 0.027
 # Full recomputation: one more forward per step, a forward being ~1/3 of forward + backward: 4/3 of the step.
 RECOMPUTE_STEP_TIME_FACTOR = 4.0 / 3.0
 # Measured (benchmarks/accumulation_timing.py; RESULTS.md, "Gradient accumulation: step time"): per-microbatch
-# overhead c over the one-batch step T(B, 1), MLP 784-1024-1024-10, AdamW, fp32, global batch 64, 1 thread on this course's 2-core CPU.
+# overhead c over the one-batch step T(B, 1), MLP 784-1024-1024-10, AdamW, fp32, global batch 64, 1 thread on
+# this course's 2-core CPU.
 MICROBATCH_OVERHEAD_FRACTION = 0.15
 
 
@@ -96,8 +98,12 @@ class StaticMemory:
 
     @property
     def bytes_per_parameter(self) -> int:
-        return (self.weight_bytes_per_parameter + self.gradient_bytes_per_parameter
-                + self.master_bytes_per_parameter + self.optimizer_state_bytes_per_parameter)
+        return (
+            self.weight_bytes_per_parameter
+            + self.gradient_bytes_per_parameter
+            + self.master_bytes_per_parameter
+            + self.optimizer_state_bytes_per_parameter
+        )
 
     @property
     def static_gb(self) -> float:
@@ -106,13 +112,22 @@ class StaticMemory:
     def breakdown_gb(self) -> dict[str, float]:
         """GB per component: ``weights_gb``, ``gradients_gb``, ``master_weights_gb``, ``optimizer_state_gb``."""
         n = self.parameters / BYTES_PER_GB
-        return {"weights_gb": n * self.weight_bytes_per_parameter, "gradients_gb": n * self.gradient_bytes_per_parameter,
-                "master_weights_gb": n * self.master_bytes_per_parameter,
-                "optimizer_state_gb": n * self.optimizer_state_bytes_per_parameter}
+        return {
+            "weights_gb": n * self.weight_bytes_per_parameter,
+            "gradients_gb": n * self.gradient_bytes_per_parameter,
+            "master_weights_gb": n * self.master_bytes_per_parameter,
+            "optimizer_state_gb": n * self.optimizer_state_bytes_per_parameter,
+        }
 
     def to_dict(self) -> dict:
-        return {"parameters": self.parameters, "precision": self.precision, "optimizer": self.optimizer,
-                "bytes_per_parameter": self.bytes_per_parameter, "static_gb": self.static_gb, **self.breakdown_gb()}
+        return {
+            "parameters": self.parameters,
+            "precision": self.precision,
+            "optimizer": self.optimizer,
+            "bytes_per_parameter": self.bytes_per_parameter,
+            "static_gb": self.static_gb,
+            **self.breakdown_gb(),
+        }
 
 
 def check_precision(precision: object) -> str:
@@ -168,8 +183,9 @@ def recompute_step_time_factor(recompute: str, selective_extra_compute: float = 
     return RECOMPUTE_STEP_TIME_FACTOR
 
 
-def accumulation_step_time_factor(accumulation_steps: int,
-                                  microbatch_overhead_fraction: float = MICROBATCH_OVERHEAD_FRACTION) -> float:
+def accumulation_step_time_factor(
+    accumulation_steps: int, microbatch_overhead_fraction: float = MICROBATCH_OVERHEAD_FRACTION
+) -> float:
     """Time of one optimizer step over K microbatches relative to one batch of the same global batch:
     ``1 + (K - 1) x f`` (module doc). K = 2 at the measured f = 0.15: 1.15."""
     k = integer_at_least("accumulation_steps", accumulation_steps, 1)

@@ -7,11 +7,13 @@ pass, minus the storages of the model's own parameters and buffers (a saved
 weight, or a view of it such as ``weight.t()``, is static memory, counted once).
 GB means 1e9 bytes.
 """
+
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -92,8 +94,15 @@ class ModelMemory:
     def activation_bytes_per_sample(self) -> float:
         return self.activation_bytes / self.batch_size
 
-    def ledger(self, device_gb: float = 24.0, reserve_fraction: float = 0.10, blocks: int = 10, *,
-               whole_step: bool = False, **kwargs) -> MemoryLedger:
+    def ledger(
+        self,
+        device_gb: float = 24.0,
+        reserve_fraction: float = 0.10,
+        blocks: int = 10,
+        *,
+        whole_step: bool = False,
+        **kwargs,
+    ) -> MemoryLedger:
         """The ``MemoryLedger`` these measurements feed, with bytes converted to GB (1e9).
 
         ``whole_step=True`` also passes the gradients (which ``zero_grad()`` frees between steps) and backward's
@@ -104,11 +113,15 @@ class ModelMemory:
 
         if whole_step:
             if self.backward_working_bytes is None:
-                raise ValueError("whole_step=True needs backward_working_bytes, got None: measure with "
-                                 "measure_model_memory(..., backward_working=True)")
-            kwargs = dict(gradient_gb=self.gradient_bytes / BYTES_PER_GB,
-                          backward_working_gb_per_sample=self.backward_working_bytes / self.batch_size / BYTES_PER_GB,
-                          **kwargs)
+                raise ValueError(
+                    "whole_step=True needs backward_working_bytes, got None: measure with "
+                    "measure_model_memory(..., backward_working=True)"
+                )
+            kwargs = dict(
+                gradient_gb=self.gradient_bytes / BYTES_PER_GB,
+                backward_working_gb_per_sample=self.backward_working_bytes / self.batch_size / BYTES_PER_GB,
+                **kwargs,
+            )
         return MemoryLedger(
             static_gb=self.static_bytes / BYTES_PER_GB,
             activation_gb_per_sample=self.activation_bytes_per_sample / BYTES_PER_GB,

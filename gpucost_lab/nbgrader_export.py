@@ -8,6 +8,7 @@ score yet. The repository's nbgrader_config.py selects it::
 
     c.ExportApp.plugin_class = "gpucost_lab.nbgrader_export.PassMarkExportPlugin"
 """
+
 from __future__ import annotations
 
 import csv
@@ -18,8 +19,20 @@ from nbgrader.plugins import CsvExportPlugin
 from .grading import meets_pass_mark
 
 #: The columns of nbgrader 0.9's CsvExportPlugin, then the verdict.
-COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email", "raw_score",
-           "late_submission_penalty", "score", "max_score", "passed"]
+COLUMNS = [
+    "assignment",
+    "duedate",
+    "timestamp",
+    "student_id",
+    "last_name",
+    "first_name",
+    "email",
+    "raw_score",
+    "late_submission_penalty",
+    "score",
+    "max_score",
+    "passed",
+]
 
 PENDING = "pending"
 
@@ -48,9 +61,15 @@ class PassMarkExportPlugin(CsvExportPlugin):
                 for student in gradebook.students:
                     if students and student.id not in students:
                         continue
-                    row = {"assignment": assignment.name, "duedate": assignment.duedate, "student_id": student.id,
-                           "last_name": student.last_name, "first_name": student.first_name,
-                           "email": student.email, "max_score": assignment.max_score}
+                    row = {
+                        "assignment": assignment.name,
+                        "duedate": assignment.duedate,
+                        "student_id": student.id,
+                        "last_name": student.last_name,
+                        "first_name": student.first_name,
+                        "email": student.email,
+                        "max_score": assignment.max_score,
+                    }
                     try:
                         submission = gradebook.find_submission(assignment.name, student.id)
                     except MissingEntry:  # nothing submitted: a score of zero, as nbgrader's own export counts it
@@ -58,8 +77,12 @@ class PassMarkExportPlugin(CsvExportPlugin):
                         needs_manual = False
                     else:
                         penalty = submission.late_submission_penalty or 0.0
-                        row.update(timestamp=submission.timestamp, raw_score=submission.score,
-                                   late_submission_penalty=penalty, score=max(0.0, submission.score - penalty))
+                        row.update(
+                            timestamp=submission.timestamp,
+                            raw_score=submission.score,
+                            late_submission_penalty=penalty,
+                            score=max(0.0, submission.score - penalty),
+                        )
                         needs_manual = bool(submission.needs_manual_grade)
                     row["passed"] = verdict(row["score"], assignment.max_score, needs_manual)
                     writer.writerow({k: "" if v is None else str(v) for k, v in row.items()})

@@ -13,14 +13,15 @@ takes a share s of the wall time saves f x s of it, so optimising a 3% phase can
 :data:`LEVERS` names the usual lever for each canonical phase. :func:`latency_percentiles` and
 :class:`MemorySampler` are the two other probes the lab uses.
 """
+
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from numbers import Real
-from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
@@ -60,8 +61,12 @@ class PhaseTimer:
     Every interval is kept (:attr:`intervals`); per-phase seconds and call counts are derived from them.
     """
 
-    def __init__(self, clock: Callable[[], float] = time.perf_counter, synchronize: Callable[[], None] | None = None,
-                 device: str = "cpu"):
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.perf_counter,
+        synchronize: Callable[[], None] | None = None,
+        device: str = "cpu",
+    ):
         if not callable(clock):
             raise ValueError(f"clock must be a callable returning seconds, got {clock!r}")
         if synchronize is None:
@@ -85,8 +90,10 @@ class PhaseTimer:
         if not isinstance(name, str) or not name or name == UNACCOUNTED:
             raise ValueError(f"phase name must be a non-empty string other than {UNACCOUNTED!r}, got {name!r}")
         if self._active is not None:
-            raise ValueError(f"phase {name!r} was started inside phase {self._active!r}: phases partition the wall "
-                             f"time and cannot nest; end {self._active!r} first")
+            raise ValueError(
+                f"phase {name!r} was started inside phase {self._active!r}: phases partition the wall "
+                f"time and cannot nest; end {self._active!r} first"
+            )
         self._active = name
         try:
             start = self._read()
@@ -172,16 +179,19 @@ class WhatIf:
         return asdict(self)
 
 
-def what_if(balance: pd.DataFrame, phase: str, fraction_removed: float,
-            price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD) -> WhatIf:
+def what_if(
+    balance: pd.DataFrame, phase: str, fraction_removed: float, price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD
+) -> WhatIf:
     """Remove ``fraction_removed`` (in (0, 1]) of ``phase``'s seconds from a :meth:`PhaseTimer.balance`.
 
     The old wall time is the balance's total seconds ("unaccounted" included). A run of 100 s with eval 30 s:
     removing 75% of eval saves 22.5 s, leaving 77.5 s (22.5% less), $0.013125 at $2.10/h.
     """
     if not isinstance(balance, pd.DataFrame) or not {"phase", "seconds"} <= set(balance.columns):
-        raise ValueError(f"balance must be a DataFrame with columns 'phase' and 'seconds' (PhaseTimer.balance()), "
-                         f"got {type(balance).__name__}")
+        raise ValueError(
+            f"balance must be a DataFrame with columns 'phase' and 'seconds' (PhaseTimer.balance()), "
+            f"got {type(balance).__name__}"
+        )
     phases = list(balance["phase"])
     if phase not in phases:
         raise ValueError(f"phase must be one of the balance's phases {', '.join(map(repr, phases))}, got {phase!r}")
@@ -214,12 +224,18 @@ def latency_percentiles(latencies_s: Iterable[float]) -> dict:
             raise ValueError(f"latencies_s[{i}] must be a finite number of seconds >= 0, got {v!r}")
     values = np.asarray(values, dtype=float)
     p50, p90, p99 = np.percentile(values, [50, 90, 99], method="linear")
-    return {"p50_s": float(p50), "p90_s": float(p90), "p99_s": float(p99), "mean_s": float(values.mean()),
-            "count": int(values.size)}
+    return {
+        "p50_s": float(p50),
+        "p90_s": float(p90),
+        "p99_s": float(p99),
+        "mean_s": float(values.mean()),
+        "count": int(values.size),
+    }
 
 
-def latencies_under_load(handler: Callable[[], object], requests: int, concurrency: int, *,
-                         clock: Callable[[], float] = time.perf_counter) -> list[float]:
+def latencies_under_load(
+    handler: Callable[[], object], requests: int, concurrency: int, *, clock: Callable[[], float] = time.perf_counter
+) -> list[float]:
     """Serve ``requests`` calls of ``handler`` arriving together, ``concurrency`` at a time; return each latency.
 
     A latency runs from the burst's arrival to that call's completion, so time spent queued behind
@@ -274,8 +290,17 @@ class MemorySampler:
     def samples(self) -> pd.DataFrame:
         """``label, time_s, allocated_bytes``, one row per sample (empty on the CPU)."""
         return pd.DataFrame(self._samples, columns=["label", "time_s", "allocated_bytes"]).astype(
-            {"time_s": float, "allocated_bytes": "int64"})
+            {"time_s": float, "allocated_bytes": "int64"}
+        )
 
 
-__all__ = ["LEVERS", "MemorySampler", "PhaseTimer", "UNACCOUNTED", "WhatIf", "latency_percentiles",
-           "suggest_lever", "what_if"]
+__all__ = [
+    "LEVERS",
+    "MemorySampler",
+    "PhaseTimer",
+    "UNACCOUNTED",
+    "WhatIf",
+    "latency_percentiles",
+    "suggest_lever",
+    "what_if",
+]

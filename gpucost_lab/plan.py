@@ -6,6 +6,7 @@ steps interleaved (ABBA/BAAB rounds, :func:`gpucost_lab.compare.compare_steps`),
 with intervals that carry the timing and the seeds, and let the release gate decide: promote, or fall
 back to the named baseline (or the registry's last known-good). Every decision records why.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -42,12 +43,22 @@ class Config:
 BASELINE_NAME = "fp32-baseline"
 BASELINE = Config(note="the job as it runs tonight")
 CANDIDATES = {
-    "batch128-lr-scaled": Config(batch_size=128, lr=0.02, changes=("input_shapes", "units_per_step"),
-                                 note="twice the batch with the learning rate scaled with it"),
-    "bf16-autocast": Config(precision="bf16-autocast", changes=("dtype",),
-                            note="bf16 autocast; on CPUs without bf16 matrix units it is slower per step"),
-    "tiny-model": Config(hidden=8, changes=("model_name", "parameter_count"),
-                         note="a 16x narrower hidden layer: faster per step, but it does not reach the target in time"),
+    "batch128-lr-scaled": Config(
+        batch_size=128,
+        lr=0.02,
+        changes=("input_shapes", "units_per_step"),
+        note="twice the batch with the learning rate scaled with it",
+    ),
+    "bf16-autocast": Config(
+        precision="bf16-autocast",
+        changes=("dtype",),
+        note="bf16 autocast; on CPUs without bf16 matrix units it is slower per step",
+    ),
+    "tiny-model": Config(
+        hidden=8,
+        changes=("model_name", "parameter_count"),
+        note="a 16x narrower hidden layer: faster per step, but it does not reach the target in time",
+    ),
 }
 DEVICE_GB, RESERVE_FRACTION = 24.0, 0.10  # the team's 24 GB card, 10% held back
 WINDOW_HOURS = 8.0
@@ -94,12 +105,20 @@ class RunPlan:
         return Estimate.of(self.steps_to_target_per_seed).geomean
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "batch_size": self.config.batch_size, "lr": self.config.lr,
-                "hidden": self.config.hidden, "precision": self.config.precision,
-                "seeds": list(SEEDS), "steps_to_target_per_seed": list(self.steps_to_target_per_seed),
-                "steps_to_target": self.steps_to_target, "reached_target": self.reached,
-                "accuracy_at_parity_steps": list(self.seeds.accuracy_at_budget_values),
-                "peak_memory_bytes": self.peak_memory_bytes, "top_ops": self.top_ops}
+        return {
+            "name": self.name,
+            "batch_size": self.config.batch_size,
+            "lr": self.config.lr,
+            "hidden": self.config.hidden,
+            "precision": self.config.precision,
+            "seeds": list(SEEDS),
+            "steps_to_target_per_seed": list(self.steps_to_target_per_seed),
+            "steps_to_target": self.steps_to_target,
+            "reached_target": self.reached,
+            "accuracy_at_parity_steps": list(self.seeds.accuracy_at_budget_values),
+            "peak_memory_bytes": self.peak_memory_bytes,
+            "top_ops": self.top_ops,
+        }
 
 
 @dataclass(frozen=True)
@@ -114,51 +133,86 @@ class PlanResult:
     price_per_hour_usd: float
 
     def cost_to_target_usd(self, side: str) -> Interval:
-        """Cost to target of ``"baseline"`` or ``"candidate"``: its interleaved blocks' cost per step x steps per seed."""
-        run, measurement = ((self.baseline, self.comparison.baseline) if side == "baseline"
-                            else (self.candidate, self.comparison.candidate))
+        """Cost to target of ``"baseline"`` or ``"candidate"``: its interleaved blocks' cost per step x steps
+        per seed."""
+        run, measurement = (
+            (self.baseline, self.comparison.baseline)
+            if side == "baseline"
+            else (self.candidate, self.comparison.candidate)
+        )
         return cost.measured_cost_to_target(measurement, run.steps_to_target_per_seed, self.price_per_hour_usd)
 
     def to_dict(self) -> dict:
         c = self.decision
-        sides = {"baseline": (self.baseline, self.comparison.baseline),
-                 "candidate": (self.candidate, self.comparison.candidate)}
+        sides = {
+            "baseline": (self.baseline, self.comparison.baseline),
+            "candidate": (self.candidate, self.comparison.candidate),
+        }
         return {
-            **{side: {**run.to_dict(), "samples_per_second": m.units_per_s.to_dict()}
-               for side, (run, m) in sides.items()},
+            **{
+                side: {**run.to_dict(), "samples_per_second": m.units_per_s.to_dict()}
+                for side, (run, m) in sides.items()
+            },
             "timing": self.comparison.to_dict(),
-            "parity": {"passed": self.parity.passed, "metric": self.parity.metric,
-                       "baseline_metric": self.parity.baseline_metric, "candidate_metric": self.parity.candidate_metric,
-                       "tolerance": self.parity.tolerance, "reasons": list(self.parity.reasons)},
-            "memory": {"peak_bytes": self.candidate.peak_memory_bytes, "budget_bytes": self.budget_bytes,
-                       "fits": self.candidate.peak_memory_bytes <= self.budget_bytes},
-            "cost_to_target": {"baseline": self.cost_to_target_usd("baseline").to_dict(),
-                               "candidate": self.cost_to_target_usd("candidate").to_dict(),
-                               "ratio": c.cost_ratio, "verdict": self.cost.verdict,
-                               "ratio_ci95": list(c.cost_ratio_ci95) if c.cost_ratio_ci95 else None},
+            "parity": {
+                "passed": self.parity.passed,
+                "metric": self.parity.metric,
+                "baseline_metric": self.parity.baseline_metric,
+                "candidate_metric": self.parity.candidate_metric,
+                "tolerance": self.parity.tolerance,
+                "reasons": list(self.parity.reasons),
+            },
+            "memory": {
+                "peak_bytes": self.candidate.peak_memory_bytes,
+                "budget_bytes": self.budget_bytes,
+                "fits": self.candidate.peak_memory_bytes <= self.budget_bytes,
+            },
+            "cost_to_target": {
+                "baseline": self.cost_to_target_usd("baseline").to_dict(),
+                "candidate": self.cost_to_target_usd("candidate").to_dict(),
+                "ratio": c.cost_ratio,
+                "verdict": self.cost.verdict,
+                "ratio_ci95": list(c.cost_ratio_ci95) if c.cost_ratio_ci95 else None,
+            },
             "decision": {"action": c.action, "to": c.to, "reasons": list(c.reasons)},
             "price_per_hour_usd": self.price_per_hour_usd,
         }
 
     def report_data(self) -> ReportData:
         """The plan as a throughput/cost report (write it with :func:`gpucost_lab.report.write_report`)."""
+
         def row(side: str, run: RunPlan, m: Measurement, parity: str) -> RunRow:
-            return RunRow(run.name, m.units_per_s, cost.measured_cost_per_unit(m, self.price_per_hour_usd),
-                          run.peak_memory_bytes, run.steps_to_target, self.cost_to_target_usd(side), parity)
+            return RunRow(
+                run.name,
+                m.units_per_s,
+                cost.measured_cost_per_unit(m, self.price_per_hour_usd),
+                run.peak_memory_bytes,
+                run.steps_to_target,
+                self.cost_to_target_usd(side),
+                parity,
+            )
 
         cmp = self.comparison
-        method = (f"synchronized timing interleaved with the baseline in {cmp.rounds} ABBA/BAAB rounds of "
-                  f"{cmp.baseline_contract.measured_steps} steps per block after warm-up; geometric means, "
-                  f"log-scale Student-t 95% CI; steps to target over seeds {', '.join(map(str, SEEDS))}")
+        method = (
+            f"synchronized timing interleaved with the baseline in {cmp.rounds} ABBA/BAAB rounds of "
+            f"{cmp.baseline_contract.measured_steps} steps per block after warm-up; geometric means, "
+            f"log-scale Student-t 95% CI; steps to target over seeds {', '.join(map(str, SEEDS))}"
+        )
         parity = ("passed" if self.parity.passed else "failed") + (
             f": accuracy {self.parity.candidate_metric:.3f} vs {self.parity.baseline_metric:.3f} "
-            f"(tolerance {self.parity.tolerance})")
-        return ReportData(f"Optimization plan: {self.candidate.name} against {self.baseline.name}",
-                          cmp.baseline.contract, method, self.price_per_hour_usd,
-                          row("baseline", self.baseline, cmp.baseline, "reference"),
-                          row("candidate", self.candidate, cmp.candidate, parity),
-                          self.decision, candidate_contract=cmp.candidate.contract,
-                          quality_target=f"validation accuracy >= {self.parity.target_accuracy}")
+            f"(tolerance {self.parity.tolerance})"
+        )
+        return ReportData(
+            f"Optimization plan: {self.candidate.name} against {self.baseline.name}",
+            cmp.baseline.contract,
+            method,
+            self.price_per_hour_usd,
+            row("baseline", self.baseline, cmp.baseline, "reference"),
+            row("candidate", self.candidate, cmp.candidate, parity),
+            self.decision,
+            candidate_contract=cmp.candidate.contract,
+            quality_target=f"validation accuracy >= {self.parity.target_accuracy}",
+        )
 
 
 def measure_config(name: str, config: Config, *, task: ClassificationTask | None = None) -> RunPlan:
@@ -166,15 +220,33 @@ def measure_config(name: str, config: Config, *, task: ClassificationTask | None
     by :func:`run_plan`, interleaved with the baseline)."""
     task = task or ClassificationTask()
     step = TrainingStep(task, config.batch_size, hidden=config.hidden, lr=config.lr, precision=config.precision)
-    contract = BenchmarkContract.capture(model=step.model, inputs=[step.x], dtype=_dtype(config), device="cpu",
-                                         warmup_steps=10, measured_steps=MEASURED_STEPS, repeats=ROUNDS,
-                                         seed=task.seed, model_name=f"MLP(32-{config.hidden}-8)")
+    contract = BenchmarkContract.capture(
+        model=step.model,
+        inputs=[step.x],
+        dtype=_dtype(config),
+        device="cpu",
+        warmup_steps=10,
+        measured_steps=MEASURED_STEPS,
+        repeats=ROUNDS,
+        seed=task.seed,
+        model_name=f"MLP(32-{config.hidden}-8)",
+    )
     prof = profile_window(step, wait=1, warmup=1, active=3, profile_memory=False)
     ops = operator_table(prof, top=5).to_dict(orient="records")
-    seeds = train_over_seeds(task, SEEDS, budget_steps=PARITY_STEPS, batch_size=config.batch_size, lr=config.lr,
-                             hidden=config.hidden, precision=config.precision)
-    memory = measure_model_memory(task.model(config.hidden), (step.x,),
-                                  optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=config.lr, momentum=0.9))
+    seeds = train_over_seeds(
+        task,
+        SEEDS,
+        budget_steps=PARITY_STEPS,
+        batch_size=config.batch_size,
+        lr=config.lr,
+        hidden=config.hidden,
+        precision=config.precision,
+    )
+    memory = measure_model_memory(
+        task.model(config.hidden),
+        (step.x,),
+        optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=config.lr, momentum=0.9),
+    )
     peak = memory.static_bytes + int(memory.activation_bytes_per_sample * config.batch_size)
     return RunPlan(name, config, step, contract, seeds, peak, ops)
 
@@ -183,8 +255,14 @@ def _dtype(config: Config) -> str:
     return "bfloat16" if config.precision == "bf16-autocast" else "float32"
 
 
-def run_plan(candidate: str = "batch128-lr-scaled", *, price_per_hour_usd: float = cost.DEFAULT_PRICE_PER_HOUR_USD,
-             rounds: int = ROUNDS, registry: Registry | None = None, baseline: RunPlan | None = None) -> PlanResult:
+def run_plan(
+    candidate: str = "batch128-lr-scaled",
+    *,
+    price_per_hour_usd: float = cost.DEFAULT_PRICE_PER_HOUR_USD,
+    rounds: int = ROUNDS,
+    registry: Registry | None = None,
+    baseline: RunPlan | None = None,
+) -> PlanResult:
     """Profile, check parity, plan memory, time interleaved, price to target and decide, for one named candidate.
 
     Pass ``baseline`` (from :func:`measure_config` with ``BASELINE``) to judge several candidates
@@ -197,24 +275,35 @@ def run_plan(candidate: str = "batch128-lr-scaled", *, price_per_hour_usd: float
     base = baseline or measure_config(BASELINE_NAME, BASELINE)
     cand = measure_config(candidate, CANDIDATES[candidate])
     changes = CANDIDATES[candidate].changes
-    comparison = compare_steps(base.step, cand.step, base.contract, candidate_contract=cand.contract, allow=changes,
-                               rounds=rounds)
+    comparison = compare_steps(
+        base.step, cand.step, base.contract, candidate_contract=cand.contract, allow=changes, rounds=rounds
+    )
     to_target = comparison.cost_to_target(base.steps_to_target_per_seed, cand.steps_to_target_per_seed)
     parity = check_parity_over_seeds(base.seeds, cand.seeds)
-    budget_bytes = int(MemoryLedger(static_gb=0, activation_gb_per_sample=1, device_gb=DEVICE_GB,
-                                    reserve_fraction=RESERVE_FRACTION).budget_gb * 1e9)
+    budget_bytes = int(
+        MemoryLedger(
+            static_gb=0, activation_gb_per_sample=1, device_gb=DEVICE_GB, reserve_fraction=RESERVE_FRACTION
+        ).budget_gb
+        * 1e9
+    )
 
     def as_candidate(run: RunPlan, m: Measurement, to_target_usd: Interval, passed: bool, reasons) -> CandidateResult:
         hours = run.steps_to_target * m.step_time_s.geomean * NIGHTLY_RUNS_OF_TARGET / 3600
-        return CandidateResult(run.name, m.contract, to_target_usd, passed, tuple(reasons), run.peak_memory_bytes, hours)
+        return CandidateResult(
+            run.name, m.contract, to_target_usd, passed, tuple(reasons), run.peak_memory_bytes, hours
+        )
 
     result = PlanResult(base, cand, comparison, to_target, parity, budget_bytes, None, float(price_per_hour_usd))
     fallback = registry.last_known_good() if registry is not None else None
-    decision = gate(as_candidate(base, comparison.baseline, result.cost_to_target_usd("baseline"), True, ("reference",)),
-                    as_candidate(cand, comparison.candidate, result.cost_to_target_usd("candidate"), parity.passed,
-                                 parity.reasons),
-                    budget_bytes=budget_bytes, window_hours=WINDOW_HOURS, allow=changes,
-                    fallback=fallback if fallback not in (None, candidate) else None, cost=to_target)
+    decision = gate(
+        as_candidate(base, comparison.baseline, result.cost_to_target_usd("baseline"), True, ("reference",)),
+        as_candidate(cand, comparison.candidate, result.cost_to_target_usd("candidate"), parity.passed, parity.reasons),
+        budget_bytes=budget_bytes,
+        window_hours=WINDOW_HOURS,
+        allow=changes,
+        fallback=fallback if fallback not in (None, candidate) else None,
+        cost=to_target,
+    )
     if registry is not None:
         registry.record(decision)
     return replace(result, decision=decision)

@@ -6,10 +6,11 @@ profiler runs in its own short window, never during the timed repeats, because p
 the steps it records. On a catalog GPU the throughput is held against the roofline: the TF32 peak
 when the contract records that float32 matmuls may use TF32 (``float32_matmul="tf32"``), else FP32.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -32,8 +33,14 @@ class LinearWorkload:
     optimizer: torch.optim.Optimizer
 
     @classmethod
-    def build(cls, device: str = "cpu", batch: int = 256, features: int = 1024, seed: int = 0,
-              dtype: torch.dtype = torch.float32) -> "LinearWorkload":
+    def build(
+        cls,
+        device: str = "cpu",
+        batch: int = 256,
+        features: int = 1024,
+        seed: int = 0,
+        dtype: torch.dtype = torch.float32,
+    ) -> LinearWorkload:
         torch.manual_seed(seed)
         model = torch.nn.Linear(features, features).to(device=device, dtype=dtype)
         inputs = torch.randn(batch, features, device=device, dtype=dtype)
@@ -79,16 +86,34 @@ class ProfileToCost:
         }
 
 
-def run(device: str = "auto", price_per_hour_usd: float = cost.DEFAULT_PRICE_PER_HOUR_USD, repeats: int = 5,
-        warmup_steps: int = 5, measured_steps: int = 20, batch: int = 256, features: int = 1024, seed: int = 0,
-        top: int = 5, progress: bool = False, step_factory: Callable[[str], LinearWorkload] | None = None
-        ) -> ProfileToCost:
+def run(
+    device: str = "auto",
+    price_per_hour_usd: float = cost.DEFAULT_PRICE_PER_HOUR_USD,
+    repeats: int = 5,
+    warmup_steps: int = 5,
+    measured_steps: int = 20,
+    batch: int = 256,
+    features: int = 1024,
+    seed: int = 0,
+    top: int = 5,
+    progress: bool = False,
+    step_factory: Callable[[str], LinearWorkload] | None = None,
+) -> ProfileToCost:
     """Freeze the contract, time with synchronization over repeats, profile a window, price the result."""
     cost.cost_per_second_usd(price_per_hour_usd)  # validate before spending time
-    contract = BenchmarkContract.capture(model=None, inputs=[(batch, features)], dtype="float32", device=device,
-                                         warmup_steps=warmup_steps, measured_steps=measured_steps, repeats=repeats,
-                                         counted_unit="samples", seed=seed, model_name=f"Linear({features}, {features})",
-                                         parameter_count=features * features + features)
+    contract = BenchmarkContract.capture(
+        model=None,
+        inputs=[(batch, features)],
+        dtype="float32",
+        device=device,
+        warmup_steps=warmup_steps,
+        measured_steps=measured_steps,
+        repeats=repeats,
+        counted_unit="samples",
+        seed=seed,
+        model_name=f"Linear({features}, {features})",
+        parameter_count=features * features + features,
+    )
     work = (step_factory or (lambda d: LinearWorkload.build(d, batch, features, seed)))(contract.device)
     on_cuda = contract.device.startswith("cuda")
     if on_cuda:
@@ -107,8 +132,16 @@ def run(device: str = "auto", price_per_hour_usd: float = cost.DEFAULT_PRICE_PER
     check = None
     if accelerator is not None:
         peak = bounding_peak(contract)  # the step has matmuls and no convolutions
-        check = check_throughput(measurement.units_per_s_geomean, flops / batch, accelerator.roofline(peak.precision),
-                                 peak=peak)
-    return ProfileToCost(measurement, float(price_per_hour_usd),
-                         cost.measured_cost_per_unit(measurement, price_per_hour_usd), int(peak_bytes), method,
-                         flops, ops, check)
+        check = check_throughput(
+            measurement.units_per_s_geomean, flops / batch, accelerator.roofline(peak.precision), peak=peak
+        )
+    return ProfileToCost(
+        measurement,
+        float(price_per_hour_usd),
+        cost.measured_cost_per_unit(measurement, price_per_hour_usd),
+        int(peak_bytes),
+        method,
+        flops,
+        ops,
+        check,
+    )

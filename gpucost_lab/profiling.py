@@ -3,16 +3,16 @@
 Profiling every step distorts the workload; ``torch.profiler.schedule(wait, warmup, active)`` records
 only a few steps after the profiler itself has warmed up.
 """
+
 from __future__ import annotations
 
 import gzip
 import json
 import os
 import tempfile
-from typing import Callable
+from collections.abc import Callable
 
 import pandas as pd
-import torch
 from torch.profiler import ProfilerActivity, profile, schedule
 
 from ._validate import integer_at_least
@@ -20,9 +20,18 @@ from ._validate import integer_at_least
 OPERATOR_COLUMNS = ["name", "calls", "self_time_s", "total_time_s", "self_time_share"]
 
 
-def profile_window(step: Callable[[], object], *, device: str = "cpu", wait: int = 1, warmup: int = 1,
-                   active: int = 5, record_shapes: bool = False, profile_memory: bool = True,
-                   with_stack: bool = False, trace_path: str | os.PathLike | None = None) -> profile:
+def profile_window(
+    step: Callable[[], object],
+    *,
+    device: str = "cpu",
+    wait: int = 1,
+    warmup: int = 1,
+    active: int = 5,
+    record_shapes: bool = False,
+    profile_memory: bool = True,
+    with_stack: bool = False,
+    trace_path: str | os.PathLike | None = None,
+) -> profile:
     """Run ``wait + warmup + active`` steps under the profiler, recording the ``active`` ones.
 
     With ``trace_path`` (``.json`` or ``.json.gz``) the Chrome/Kineto trace is written there; open it
@@ -34,8 +43,13 @@ def profile_window(step: Callable[[], object], *, device: str = "cpu", wait: int
     activities = [ProfilerActivity.CPU]
     if device.startswith("cuda"):
         activities.append(ProfilerActivity.CUDA)
-    with profile(activities=activities, schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
-                 record_shapes=record_shapes, profile_memory=profile_memory, with_stack=with_stack) as prof:
+    with profile(
+        activities=activities,
+        schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
+        record_shapes=record_shapes,
+        profile_memory=profile_memory,
+        with_stack=with_stack,
+    ) as prof:
         for _ in range(wait + warmup + active):
             step()
             prof.step()
@@ -78,7 +92,9 @@ def peak_allocated_bytes(prof: profile, device_type: int = 0) -> int:
             events = json.load(f).get("traceEvents", [])
     finally:
         os.unlink(path)
-    totals = [e["args"]["Total Allocated"] for e in events
-              if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == device_type]
+    totals = [
+        e["args"]["Total Allocated"]
+        for e in events
+        if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == device_type
+    ]
     return int(max(totals, default=0))
-

@@ -22,13 +22,15 @@ The tolerance is declared per precision in :data:`DTYPE_TOLERANCE`, before the r
   normal 6.1e-5); the loss scaler skips the steps whose gradients overflow, so the trajectory
   differs from fp32's as much as bf16's does.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from numbers import Integral
 from statistics import fmean
 from types import MappingProxyType
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from . import cost as _cost
 from ._validate import fraction, integer_at_least, one_of, positive
@@ -56,7 +58,9 @@ class ParityReport:
     baseline_metric: float  # the baseline's held-out metric where it stopped (over seeds: mean at the budget)
     candidate_metric: float  # the candidate's held-out metric where it stopped (over seeds: mean at the budget)
     tolerance: float  # largest allowed shortfall of candidate_metric below baseline_metric
-    baseline_steps_to_target: float | None  # None when the baseline missed the target (over seeds: mean; None if any missed)
+    baseline_steps_to_target: (
+        float | None
+    )  # None when the baseline missed the target (over seeds: mean; None if any missed)
     candidate_steps_to_target: float | None  # None when the candidate missed the target (over seeds: as the baseline's)
     reasons: tuple[str, ...]  # one sentence per failed condition; empty when passed
     target_accuracy: float  # the candidate's quality target
@@ -77,8 +81,14 @@ class ParityReport:
 
     def to_dict(self) -> dict:
         d = asdict(self)
-        for name in ("reasons", "seeds", "baseline_metric_per_seed", "candidate_metric_per_seed",
-                     "baseline_steps_per_seed", "candidate_steps_per_seed"):
+        for name in (
+            "reasons",
+            "seeds",
+            "baseline_metric_per_seed",
+            "candidate_metric_per_seed",
+            "baseline_steps_per_seed",
+            "candidate_steps_per_seed",
+        ):
             d[name] = list(d[name])
         d["steps_change"] = self.steps_change
         return d
@@ -95,18 +105,22 @@ def _same_goal(baseline: TrainResult, candidate: TrainResult) -> list[str]:
     if baseline.metric != candidate.metric:
         reasons.append(f"the runs measure different metrics: baseline {baseline.metric}, candidate {candidate.metric}")
     if baseline.target_accuracy != candidate.target_accuracy:
-        reasons.append(f"the targets differ: baseline {baseline.target_accuracy:g}, candidate "
-                       f"{candidate.target_accuracy:g}; compare at the same target")
+        reasons.append(
+            f"the targets differ: baseline {baseline.target_accuracy:g}, candidate "
+            f"{candidate.target_accuracy:g}; compare at the same target"
+        )
     return reasons
 
 
-def check_parity(baseline: TrainResult, candidate: TrainResult, tolerance: float | None = None,
-                 precision: str | None = None) -> ParityReport:
+def check_parity(
+    baseline: TrainResult, candidate: TrainResult, tolerance: float | None = None, precision: str | None = None
+) -> ParityReport:
     """Hold ``candidate`` against ``baseline`` at the same quality target: the single-seed check.
 
     Each run's metric is read where it stopped, the evaluation that first met the target, so two
     runs that both reach it pass almost by construction; a release decision compares several seeds
-    at a fixed step budget with :func:`check_parity_over_seeds`. Passes only if both runs measure the same metric, aimed at the same target, both reached it, and
+    at a fixed step budget with :func:`check_parity_over_seeds`. Passes only if both runs measure the same
+    metric, aimed at the same target, both reached it, and
     ``candidate.final_val_accuracy >= baseline.final_val_accuracy - tolerance``. ``tolerance``
     defaults to :data:`DTYPE_TOLERANCE` of ``precision``, which defaults to the candidate's precision.
     """
@@ -125,13 +139,22 @@ def check_parity(baseline: TrainResult, candidate: TrainResult, tolerance: float
     if not candidate.reached:
         reasons.append(f"candidate did not reach the target {candidate.target_accuracy:g} {_budget(candidate)}")
     if candidate.final_val_accuracy < baseline.final_val_accuracy - tolerance - _SLACK:
-        reasons.append(f"candidate {candidate.metric} {candidate.final_val_accuracy:.3f} is below baseline "
-                       f"{baseline.final_val_accuracy:.3f} - {tolerance:.3f}")
+        reasons.append(
+            f"candidate {candidate.metric} {candidate.final_val_accuracy:.3f} is below baseline "
+            f"{baseline.final_val_accuracy:.3f} - {tolerance:.3f}"
+        )
     return ParityReport(
-        passed=not reasons, metric=candidate.metric, baseline_metric=baseline.final_val_accuracy,
-        candidate_metric=candidate.final_val_accuracy, tolerance=tolerance,
-        baseline_steps_to_target=baseline.steps_to_target, candidate_steps_to_target=candidate.steps_to_target,
-        reasons=tuple(reasons), target_accuracy=candidate.target_accuracy, candidate_precision=candidate.precision)
+        passed=not reasons,
+        metric=candidate.metric,
+        baseline_metric=baseline.final_val_accuracy,
+        candidate_metric=candidate.final_val_accuracy,
+        tolerance=tolerance,
+        baseline_steps_to_target=baseline.steps_to_target,
+        candidate_steps_to_target=candidate.steps_to_target,
+        reasons=tuple(reasons),
+        target_accuracy=candidate.target_accuracy,
+        candidate_precision=candidate.precision,
+    )
 
 
 class Comparison(NamedTuple):
@@ -142,8 +165,12 @@ class Comparison(NamedTuple):
     parity: ParityReport
 
 
-def compare_to_target(task: ClassificationTask | SequenceTask, baseline_kwargs: dict | None = None,
-                      candidate_kwargs: dict | None = None, tolerance: float | None = None) -> Comparison:
+def compare_to_target(
+    task: ClassificationTask | SequenceTask,
+    baseline_kwargs: dict | None = None,
+    candidate_kwargs: dict | None = None,
+    tolerance: float | None = None,
+) -> Comparison:
     """Train the baseline and the candidate on ``task`` with :func:`train_to_target` and check parity.
 
     Each ``*_kwargs`` is passed to ``train_to_target`` (e.g. ``{"precision": "bf16-autocast"}``); give
@@ -154,31 +181,48 @@ def compare_to_target(task: ClassificationTask | SequenceTask, baseline_kwargs: 
     return Comparison(baseline, candidate, check_parity(baseline, candidate, tolerance=tolerance))
 
 
-def price_to_target(report: ParityReport, baseline_cost_per_step_usd: float,
-                    candidate_cost_per_step_usd: float) -> dict:
+def price_to_target(
+    report: ParityReport, baseline_cost_per_step_usd: float, candidate_cost_per_step_usd: float
+) -> dict:
     """Cost to the target of both runs (:func:`gpucost_lab.cost.cost_to_target_usd`), only after parity passed.
 
     Returns ``baseline_cost_to_target_usd``, ``candidate_cost_to_target_usd``, their ratio
     ``relative_cost`` (candidate / baseline) and its ``verdict``.
     """
     if not report.passed:
-        raise ValueError(f"report.passed must be True before a candidate is priced, got False: "
-                         f"{'; '.join(report.reasons)}")
-    baseline_usd = _cost.cost_to_target_usd(positive("baseline_cost_per_step_usd", baseline_cost_per_step_usd),
-                                            report.baseline_steps_to_target)
-    candidate_usd = _cost.cost_to_target_usd(positive("candidate_cost_per_step_usd", candidate_cost_per_step_usd),
-                                             report.candidate_steps_to_target)
+        raise ValueError(
+            f"report.passed must be True before a candidate is priced, got False: {'; '.join(report.reasons)}"
+        )
+    baseline_usd = _cost.cost_to_target_usd(
+        positive("baseline_cost_per_step_usd", baseline_cost_per_step_usd), report.baseline_steps_to_target
+    )
+    candidate_usd = _cost.cost_to_target_usd(
+        positive("candidate_cost_per_step_usd", candidate_cost_per_step_usd), report.candidate_steps_to_target
+    )
     relative = candidate_usd / baseline_usd
-    return {"baseline_cost_to_target_usd": baseline_usd, "candidate_cost_to_target_usd": candidate_usd,
-            "relative_cost": relative, "verdict": _cost.verdict(relative)}
+    return {
+        "baseline_cost_to_target_usd": baseline_usd,
+        "candidate_cost_to_target_usd": candidate_usd,
+        "relative_cost": relative,
+        "verdict": _cost.verdict(relative),
+    }
 
 
 # ---- quality over seeds -------------------------------------------------------------------------------------------
 
 MIN_SEEDS = 3  # fewest seeds a seed study accepts by default: one seed says nothing about the spread
 # Fields every run of one SeedRuns shares: one config, trained once per seed.
-_SAME_CONFIG = ("metric", "counted_unit", "target_accuracy", "batch_size", "lr", "hidden", "precision", "device",
-                "budget_steps")
+_SAME_CONFIG = (
+    "metric",
+    "counted_unit",
+    "target_accuracy",
+    "batch_size",
+    "lr",
+    "hidden",
+    "precision",
+    "device",
+    "budget_steps",
+)
 
 
 def _seed_list(seeds: Iterable[int]) -> str:
@@ -245,17 +289,21 @@ class SeedRuns:
     def steps_to_target_values(self) -> tuple[int, ...]:
         """Steps to target per seed, for the cost-to-target interval; only when every seed reached it."""
         if not self.reached_all:
-            raise ValueError(f"steps_to_target_values needs every seed to reach the target "
-                             f"{self.runs[0].target_accuracy:g}, got seeds {_seed_list(self.missed_seeds)} "
-                             f"that missed it {_budget(self.runs[0])}")
+            raise ValueError(
+                f"steps_to_target_values needs every seed to reach the target "
+                f"{self.runs[0].target_accuracy:g}, got seeds {_seed_list(self.missed_seeds)} "
+                f"that missed it {_budget(self.runs[0])}"
+            )
         return tuple(run.steps_to_target for run in self.runs)
 
     @property
     def accuracy_at_budget_values(self) -> tuple[float, ...]:
         """Held-out metric per seed after exactly ``budget_steps`` steps; only for fixed-budget runs."""
         if self.budget_steps is None:
-            raise ValueError("budget_steps must be an integer for accuracy_at_budget_values, got None: "
-                             "train with train_over_seeds(..., budget_steps=N)")
+            raise ValueError(
+                "budget_steps must be an integer for accuracy_at_budget_values, got None: "
+                "train with train_over_seeds(..., budget_steps=N)"
+            )
         return tuple(run.accuracy_at_budget for run in self.runs)
 
     @property
@@ -266,13 +314,17 @@ class SeedRuns:
     def to_dict(self) -> dict:
         """Seeds, per-seed steps to target and accuracy at the budget, and each run's summary."""
         budget = self.budget_steps is not None
-        return {"seeds": list(self.seeds), "budget_steps": self.budget_steps, "reached_all": self.reached_all,
-                "missed_seeds": list(self.missed_seeds),
-                "steps_to_target": list(self.steps_to_target_per_seed),
-                "target_resolution_steps": [run.target_resolution_steps for run in self.runs],
-                "accuracy_at_budget": list(self.accuracy_at_budget_values) if budget else None,
-                "mean_accuracy_at_budget": self.mean_accuracy_at_budget if budget else None,
-                "runs": [run.to_dict() for run in self.runs]}
+        return {
+            "seeds": list(self.seeds),
+            "budget_steps": self.budget_steps,
+            "reached_all": self.reached_all,
+            "missed_seeds": list(self.missed_seeds),
+            "steps_to_target": list(self.steps_to_target_per_seed),
+            "target_resolution_steps": [run.target_resolution_steps for run in self.runs],
+            "accuracy_at_budget": list(self.accuracy_at_budget_values) if budget else None,
+            "mean_accuracy_at_budget": self.mean_accuracy_at_budget if budget else None,
+            "runs": [run.to_dict() for run in self.runs],
+        }
 
 
 def _check_seeds(seeds: Iterable[int], min_seeds: int) -> tuple[int, ...]:
@@ -280,14 +332,23 @@ def _check_seeds(seeds: Iterable[int], min_seeds: int) -> tuple[int, ...]:
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
         raise ValueError(f"seeds must be {allowed}, got {seeds!r}")
     seeds = tuple(seeds)
-    if (len(seeds) < min_seeds or len(set(seeds)) != len(seeds)
-            or any(isinstance(s, bool) or not isinstance(s, Integral) or s < 0 for s in seeds)):
+    if (
+        len(seeds) < min_seeds
+        or len(set(seeds)) != len(seeds)
+        or any(isinstance(s, bool) or not isinstance(s, Integral) or s < 0 for s in seeds)
+    ):
         raise ValueError(f"seeds must be {allowed}, got {seeds!r}")
     return tuple(int(s) for s in seeds)
 
 
-def train_over_seeds(task: ClassificationTask | SequenceTask, seeds: Iterable[int] = (0, 1, 2), *,
-                     budget_steps: int | None = None, min_seeds: int = MIN_SEEDS, **train_kwargs) -> SeedRuns:
+def train_over_seeds(
+    task: ClassificationTask | SequenceTask,
+    seeds: Iterable[int] = (0, 1, 2),
+    *,
+    budget_steps: int | None = None,
+    min_seeds: int = MIN_SEEDS,
+    **train_kwargs,
+) -> SeedRuns:
     """Train one config once per seed with :func:`train_to_target`: the spread of its steps to target.
 
     Each seed draws its own model initialisation and batch order; the data and held-out set are the
@@ -298,19 +359,28 @@ def train_over_seeds(task: ClassificationTask | SequenceTask, seeds: Iterable[in
     """
     seeds = _check_seeds(seeds, integer_at_least("min_seeds", min_seeds, 1))
     if "seed" in train_kwargs:
-        raise ValueError(f"seed must not be given to train_over_seeds, got seed={train_kwargs['seed']!r}; "
-                         "pass seeds=(...) instead")
+        raise ValueError(
+            f"seed must not be given to train_over_seeds, got seed={train_kwargs['seed']!r}; pass seeds=(...) instead"
+        )
     return SeedRuns(tuple(train_to_target(task, seed=s, budget_steps=budget_steps, **train_kwargs) for s in seeds))
 
 
 def _missed(name: str, runs: SeedRuns) -> str:
     missed = runs.missed_seeds
-    return (f"{name} did not reach the target {runs.runs[0].target_accuracy:g} {_budget(runs.runs[0])} "
-            f"with seed{'s' if len(missed) > 1 else ''} {_seed_list(missed)}")
+    return (
+        f"{name} did not reach the target {runs.runs[0].target_accuracy:g} {_budget(runs.runs[0])} "
+        f"with seed{'s' if len(missed) > 1 else ''} {_seed_list(missed)}"
+    )
 
 
-def check_parity_over_seeds(baseline: SeedRuns, candidate: SeedRuns, tolerance: float | None = None,
-                            precision: str | None = None, *, min_seeds: int = MIN_SEEDS) -> ParityReport:
+def check_parity_over_seeds(
+    baseline: SeedRuns,
+    candidate: SeedRuns,
+    tolerance: float | None = None,
+    precision: str | None = None,
+    *,
+    min_seeds: int = MIN_SEEDS,
+) -> ParityReport:
     """Hold ``candidate`` against ``baseline`` over the same seeds at the same fixed step budget.
 
     Both must come from :func:`train_over_seeds` with the same ``budget_steps`` (else ``ValueError``
@@ -324,45 +394,67 @@ def check_parity_over_seeds(baseline: SeedRuns, candidate: SeedRuns, tolerance: 
         if not isinstance(runs, SeedRuns):
             raise ValueError(f"{name} must be a SeedRuns (from train_over_seeds), got {type(runs).__name__}")
         if runs.budget_steps is None:
-            raise ValueError(f"{name}.budget_steps must be an integer, got None: parity across seeds compares the "
-                             "metric after a fixed step budget; train with train_over_seeds(..., budget_steps=N)")
+            raise ValueError(
+                f"{name}.budget_steps must be an integer, got None: parity across seeds compares the "
+                "metric after a fixed step budget; train with train_over_seeds(..., budget_steps=N)"
+            )
     min_seeds = integer_at_least("min_seeds", min_seeds, 1)
     first, cand_first = baseline.runs[0], candidate.runs[0]
     precision = one_of("precision", cand_first.precision if precision is None else precision, PRECISIONS)
-    tolerance = fraction("tolerance", DTYPE_TOLERANCE[precision] if tolerance is None else tolerance,
-                         include_zero=True, include_one=False)
+    tolerance = fraction(
+        "tolerance",
+        DTYPE_TOLERANCE[precision] if tolerance is None else tolerance,
+        include_zero=True,
+        include_one=False,
+    )
     base_mean, cand_mean = baseline.mean_accuracy_at_budget, candidate.mean_accuracy_at_budget
 
     reasons = _same_goal(first, cand_first)
     if baseline.budget_steps != candidate.budget_steps:
-        reasons.append(f"the step budgets differ: baseline {baseline.budget_steps}, candidate "
-                       f"{candidate.budget_steps}; compare after the same number of steps")
+        reasons.append(
+            f"the step budgets differ: baseline {baseline.budget_steps}, candidate "
+            f"{candidate.budget_steps}; compare after the same number of steps"
+        )
     if baseline.seeds != candidate.seeds:
-        reasons.append(f"the seeds differ: baseline {_seed_list(baseline.seeds)}, candidate "
-                       f"{_seed_list(candidate.seeds)}; compare over the same seeds")
+        reasons.append(
+            f"the seeds differ: baseline {_seed_list(baseline.seeds)}, candidate "
+            f"{_seed_list(candidate.seeds)}; compare over the same seeds"
+        )
     if len(candidate.seeds) < min_seeds:
-        reasons.append(f"only {len(candidate.seeds)} seed{'s' if len(candidate.seeds) > 1 else ''} "
-                       f"({_seed_list(candidate.seeds)}); parity across seeds needs at least {min_seeds}")
+        reasons.append(
+            f"only {len(candidate.seeds)} seed{'s' if len(candidate.seeds) > 1 else ''} "
+            f"({_seed_list(candidate.seeds)}); parity across seeds needs at least {min_seeds}"
+        )
     for name, runs in (("baseline", baseline), ("candidate", candidate)):
         if not runs.reached_all:
             reasons.append(_missed(name, runs))
     if cand_mean < base_mean - tolerance - _SLACK:
-        reasons.append(f"candidate mean {cand_first.metric} after {candidate.budget_steps} steps {cand_mean:.3f} "
-                       f"over seeds {_seed_list(candidate.seeds)} is below baseline {base_mean:.3f} - {tolerance:.3f}")
+        reasons.append(
+            f"candidate mean {cand_first.metric} after {candidate.budget_steps} steps {cand_mean:.3f} "
+            f"over seeds {_seed_list(candidate.seeds)} is below baseline {base_mean:.3f} - {tolerance:.3f}"
+        )
 
     def mean_steps(runs: SeedRuns) -> float | None:
         return fmean(runs.steps_to_target_values) if runs.reached_all else None
 
     return ParityReport(
-        passed=not reasons, metric=cand_first.metric, baseline_metric=base_mean, candidate_metric=cand_mean,
-        tolerance=tolerance, baseline_steps_to_target=mean_steps(baseline),
-        candidate_steps_to_target=mean_steps(candidate), reasons=tuple(reasons),
-        target_accuracy=cand_first.target_accuracy, candidate_precision=cand_first.precision,
-        seeds=candidate.seeds, budget_steps=candidate.budget_steps,
+        passed=not reasons,
+        metric=cand_first.metric,
+        baseline_metric=base_mean,
+        candidate_metric=cand_mean,
+        tolerance=tolerance,
+        baseline_steps_to_target=mean_steps(baseline),
+        candidate_steps_to_target=mean_steps(candidate),
+        reasons=tuple(reasons),
+        target_accuracy=cand_first.target_accuracy,
+        candidate_precision=cand_first.precision,
+        seeds=candidate.seeds,
+        budget_steps=candidate.budget_steps,
         baseline_metric_per_seed=baseline.accuracy_at_budget_values,
         candidate_metric_per_seed=candidate.accuracy_at_budget_values,
         baseline_steps_per_seed=baseline.steps_to_target_per_seed,
-        candidate_steps_per_seed=candidate.steps_to_target_per_seed)
+        candidate_steps_per_seed=candidate.steps_to_target_per_seed,
+    )
 
 
 class SeedComparison(NamedTuple):
@@ -373,9 +465,15 @@ class SeedComparison(NamedTuple):
     parity: ParityReport
 
 
-def compare_over_seeds(task: ClassificationTask | SequenceTask, baseline_kwargs: dict | None = None,
-                       candidate_kwargs: dict | None = None, *, budget_steps: int, seeds: Iterable[int] = (0, 1, 2),
-                       tolerance: float | None = None) -> SeedComparison:
+def compare_over_seeds(
+    task: ClassificationTask | SequenceTask,
+    baseline_kwargs: dict | None = None,
+    candidate_kwargs: dict | None = None,
+    *,
+    budget_steps: int,
+    seeds: Iterable[int] = (0, 1, 2),
+    tolerance: float | None = None,
+) -> SeedComparison:
     """Train baseline and candidate over ``seeds`` for ``budget_steps`` steps each and check parity across seeds.
 
     Each ``*_kwargs`` is passed to :func:`train_over_seeds` (e.g. ``{"precision": "bf16-autocast"}``).

@@ -21,15 +21,17 @@ the baseline. Every check's outcome, passed ones too, is written in the :class:`
 same folder, flush, ``fsync``, ``os.replace``, ``fsync`` of the folder), so a crash mid-write leaves the
 previous registry intact; a corrupt file raises ``ValueError`` naming it and is never silently reset.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import uuid
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterable, Mapping, TextIO
+from typing import TextIO
 
 from ._validate import integer_at_least, one_of, output_file, positive
 from .compare import RatioVerdict
@@ -96,8 +98,9 @@ class CandidateResult:
         if not isinstance(self.contract, BenchmarkContract):
             raise ValueError(f"contract must be a BenchmarkContract, got {type(self.contract).__name__}")
         if not isinstance(self.cost_to_target_usd, (Estimate, Interval)):
-            raise ValueError(f"cost_to_target_usd must be an Estimate or an Interval, "
-                             f"got {type(self.cost_to_target_usd).__name__}")
+            raise ValueError(
+                f"cost_to_target_usd must be an Estimate or an Interval, got {type(self.cost_to_target_usd).__name__}"
+            )
         if not isinstance(self.parity_passed, bool):
             raise ValueError(f"parity_passed must be True or False, got {self.parity_passed!r}")
         reasons = (self.parity_reasons,) if isinstance(self.parity_reasons, str) else tuple(self.parity_reasons)
@@ -134,21 +137,30 @@ class Decision:
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{name} must be a non-empty string, got {value!r}")
         given = dict(self.checks) if isinstance(self.checks, Mapping) else self.checks
-        if (not isinstance(given, dict) or set(given) != set(CHECKS)
-                or not all(isinstance(v, bool) for v in given.values())):
+        if (
+            not isinstance(given, dict)
+            or set(given) != set(CHECKS)
+            or not all(isinstance(v, bool) for v in given.values())
+        ):
             raise ValueError(f"checks must map exactly {list(CHECKS)} to True/False, got {self.checks!r}")
         checks = {name: given[name] for name in CHECKS}  # always in CHECKS order
         object.__setattr__(self, "checks", checks)
         object.__setattr__(self, "reasons", tuple(self.reasons))
         if self.action == "promote" and not (all(checks.values()) and self.to == self.candidate):
-            raise ValueError(f"to must be the candidate {self.candidate!r} and every check must pass for "
-                             f"action 'promote', got to={self.to!r}, checks={checks!r}")
+            raise ValueError(
+                f"to must be the candidate {self.candidate!r} and every check must pass for "
+                f"action 'promote', got to={self.to!r}, checks={checks!r}"
+            )
         if self.action == "fallback" and (all(checks.values()) or self.to != self.fallback):
-            raise ValueError(f"to must be the fallback {self.fallback!r} and some check must fail for "
-                             f"action 'fallback', got to={self.to!r}, checks={checks!r}")
+            raise ValueError(
+                f"to must be the fallback {self.fallback!r} and some check must fail for "
+                f"action 'fallback', got to={self.to!r}, checks={checks!r}"
+            )
         if (self.cost_ratio is None) != (self.cost_ratio_ci95 is None):
-            raise ValueError(f"cost_ratio and cost_ratio_ci95 must both be given or both be None, "
-                             f"got {self.cost_ratio!r} and {self.cost_ratio_ci95!r}")
+            raise ValueError(
+                f"cost_ratio and cost_ratio_ci95 must both be given or both be None, "
+                f"got {self.cost_ratio!r} and {self.cost_ratio_ci95!r}"
+            )
         if self.cost_ratio_ci95 is not None:
             object.__setattr__(self, "cost_ratio_ci95", tuple(float(x) for x in self.cost_ratio_ci95))
 
@@ -158,13 +170,20 @@ class Decision:
 
     def to_dict(self) -> dict:
         """Plain JSON types: lists for tuples."""
-        return {"action": self.action, "to": self.to, "candidate": self.candidate, "baseline": self.baseline,
-                "fallback": self.fallback, "reasons": list(self.reasons), "checks": dict(self.checks),
-                "cost_ratio": self.cost_ratio,
-                "cost_ratio_ci95": None if self.cost_ratio_ci95 is None else list(self.cost_ratio_ci95)}
+        return {
+            "action": self.action,
+            "to": self.to,
+            "candidate": self.candidate,
+            "baseline": self.baseline,
+            "fallback": self.fallback,
+            "reasons": list(self.reasons),
+            "checks": dict(self.checks),
+            "cost_ratio": self.cost_ratio,
+            "cost_ratio_ci95": None if self.cost_ratio_ci95 is None else list(self.cost_ratio_ci95),
+        }
 
     @classmethod
-    def from_dict(cls, data: Mapping) -> "Decision":
+    def from_dict(cls, data: Mapping) -> Decision:
         names = {f.name for f in fields(cls)}
         if not isinstance(data, Mapping) or set(data) != names:
             got = sorted(data) if isinstance(data, Mapping) else type(data).__name__
@@ -185,8 +204,16 @@ def _contract_check(baseline: CandidateResult, candidate: CandidateResult, allow
     return True, "contract: same"
 
 
-def gate(baseline: CandidateResult, candidate: CandidateResult, *, budget_bytes: int, window_hours: float,
-         allow: Iterable[str] = (), fallback: str | None = None, cost: RatioVerdict | None = None) -> Decision:
+def gate(
+    baseline: CandidateResult,
+    candidate: CandidateResult,
+    *,
+    budget_bytes: int,
+    window_hours: float,
+    allow: Iterable[str] = (),
+    fallback: str | None = None,
+    cost: RatioVerdict | None = None,
+) -> Decision:
     """Promote ``candidate`` only if every check passes (see the module docstring); else fall back.
 
     ``budget_bytes`` is the peak memory allowed (bytes), ``window_hours`` the nightly window, ``allow``
@@ -237,21 +264,35 @@ def gate(baseline: CandidateResult, candidate: CandidateResult, *, budget_bytes:
         r, low, high = comparison.interval
         cost_ratio, cost_ratio_ci95 = r, (low, high)
         checks["cost"] = comparison.verdict == "cheaper"
-        reasons.append("cost: " + comparison.reason.removeprefix("cost to target ").replace(
-            "x (95% CI", "x baseline cost to target (95% CI", 1))
+        reasons.append(
+            "cost: "
+            + comparison.reason.removeprefix("cost to target ").replace(
+                "x (95% CI", "x baseline cost to target (95% CI", 1
+            )
+        )
 
     fallback_to = fallback if fallback is not None else baseline.name
     promote = all(checks.values())
-    return Decision(action="promote" if promote else "fallback", to=candidate.name if promote else fallback_to,
-                    candidate=candidate.name, baseline=baseline.name, fallback=fallback_to, reasons=tuple(reasons),
-                    checks=checks, cost_ratio=cost_ratio, cost_ratio_ci95=cost_ratio_ci95)
+    return Decision(
+        action="promote" if promote else "fallback",
+        to=candidate.name if promote else fallback_to,
+        candidate=candidate.name,
+        baseline=baseline.name,
+        fallback=fallback_to,
+        reasons=tuple(reasons),
+        checks=checks,
+        cost_ratio=cost_ratio,
+        cost_ratio_ci95=cost_ratio_ci95,
+    )
 
 
 def _independent_cost(baseline: CandidateResult, candidate: CandidateResult) -> RatioVerdict:
     for name, result in (("baseline", baseline), ("candidate", candidate)):
         if not isinstance(result.cost_to_target_usd, Estimate):
-            raise ValueError(f"cost is needed when {name}.cost_to_target_usd is an Interval (a derived figure "
-                             "has no repeats to compare): pass Comparison.cost_to_target(...)")
+            raise ValueError(
+                f"cost is needed when {name}.cost_to_target_usd is an Interval (a derived figure "
+                "has no repeats to compare): pass Comparison.cost_to_target(...)"
+            )
     return RatioVerdict(ratio_interval(candidate.cost_to_target_usd, baseline.cost_to_target_usd))
 
 
@@ -345,14 +386,19 @@ class Registry:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
-            raise ValueError(f"release registry {str(self.path)!r} is not valid JSON ({e}); "
-                             f"it was left untouched, restore it from a backup") from e
+            raise ValueError(
+                f"release registry {str(self.path)!r} is not valid JSON ({e}); "
+                f"it was left untouched, restore it from a backup"
+            ) from e
         if not isinstance(data, dict) or data.get("format") != REGISTRY_FORMAT:
-            raise ValueError(f"release registry {str(self.path)!r} must be a JSON object with "
-                             f"format {REGISTRY_FORMAT!r}, got {str(data)[:80]!r}")
+            raise ValueError(
+                f"release registry {str(self.path)!r} must be a JSON object with "
+                f"format {REGISTRY_FORMAT!r}, got {str(data)[:80]!r}"
+            )
         if data.get("version") != REGISTRY_VERSION:
-            raise ValueError(f"release registry {str(self.path)!r} must have version {REGISTRY_VERSION}, "
-                             f"got {data.get('version')!r}")
+            raise ValueError(
+                f"release registry {str(self.path)!r} must have version {REGISTRY_VERSION}, got {data.get('version')!r}"
+            )
         history = data.get("history")
         if not isinstance(history, list):
             raise ValueError(f"release registry {str(self.path)!r} must hold a history list, got {history!r}")
@@ -362,8 +408,10 @@ class Registry:
             raise ValueError(f"release registry {str(self.path)!r} has a broken history: {e}") from e
         stored = {k: data.get(k) for k in state}
         if stored != state:
-            raise ValueError(f"release registry {str(self.path)!r} says {stored!r} but its history gives "
-                             f"{state!r}; it was edited by hand or is corrupt")
+            raise ValueError(
+                f"release registry {str(self.path)!r} says {stored!r} but its history gives "
+                f"{state!r}; it was edited by hand or is corrupt"
+            )
         return history
 
     def current(self) -> str | None:
@@ -408,9 +456,11 @@ class Registry:
         state = _replay(history)
         target = _rollback_target(state)
         if target is None:
-            raise ValueError(f"rollback needs a known-good release other than the current "
-                             f"{state['current']!r}; release registry {str(self.path)!r} has known good "
-                             f"{state['known_good']!r}")
+            raise ValueError(
+                f"rollback needs a known-good release other than the current "
+                f"{state['current']!r}; release registry {str(self.path)!r} has known good "
+                f"{state['known_good']!r}"
+            )
         entry = {"event": "rollback", "recorded_at": self._timestamp(at), "from": state["current"], "to": target}
         self._save(history + [entry])
         return target
@@ -444,13 +494,26 @@ def _replay(history: list) -> dict:
         else:
             expected = _rollback_target({"current": current, "known_good": good})
             if entry.get("from") != current or entry.get("to") != expected or expected is None:
-                raise ValueError(f"entry {i} rolls back {entry.get('from')!r} -> {entry.get('to')!r}, "
-                                 f"but production was {current!r} with known good {good!r}")
+                raise ValueError(
+                    f"entry {i} rolls back {entry.get('from')!r} -> {entry.get('to')!r}, "
+                    f"but production was {current!r} with known good {good!r}"
+                )
             if current == good[-1]:
                 good.pop()
             current = expected
     return {"current": current, "last_known_good": good[-1] if good else None, "known_good": list(good)}
 
 
-__all__ = ["ACTIONS", "CHECKS", "CandidateResult", "Decision", "Registry", "atomic_write", "atomic_write_text",
-           "format_bytes", "format_hours", "format_ratio", "gate"]
+__all__ = [
+    "ACTIONS",
+    "CHECKS",
+    "CandidateResult",
+    "Decision",
+    "Registry",
+    "atomic_write",
+    "atomic_write_text",
+    "format_bytes",
+    "format_hours",
+    "format_ratio",
+    "gate",
+]

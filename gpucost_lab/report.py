@@ -16,15 +16,16 @@ Both formats are built from the same rows, so a value reads the same in each; on
 Markdown escapes what would otherwise be read as markup (a model named ``<script>`` stays text);
 HTML escapes every value and loads nothing from outside the file.
 """
+
 from __future__ import annotations
 
 import html
 import math
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from ._validate import integer_at_least, output_file, positive
 from .contract import BenchmarkContract
@@ -80,16 +81,19 @@ class ReportData:
             if not isinstance(value, BenchmarkContract) and not (name == "candidate_contract" and value is None):
                 raise ValueError(f"{name} must be a BenchmarkContract, got {type(value).__name__}")
         if self.contract.counted_unit != "samples":
-            raise ValueError(f"contract.counted_unit must be 'samples' for a report in samples, "
-                             f"got {self.contract.counted_unit!r}")
+            raise ValueError(
+                f"contract.counted_unit must be 'samples' for a report in samples, got {self.contract.counted_unit!r}"
+            )
         for name in ("baseline", "candidate"):
             if not isinstance(getattr(self, name), RunRow):
                 raise ValueError(f"{name} must be a RunRow, got {type(getattr(self, name)).__name__}")
         if not isinstance(self.decision, Decision):
             raise ValueError(f"decision must be a Decision, got {type(self.decision).__name__}")
         if (self.decision.baseline, self.decision.candidate) != (self.baseline.name, self.candidate.name):
-            raise ValueError(f"decision must be about baseline {self.baseline.name!r} and candidate "
-                             f"{self.candidate.name!r}, got {self.decision.baseline!r} and {self.decision.candidate!r}")
+            raise ValueError(
+                f"decision must be about baseline {self.baseline.name!r} and candidate "
+                f"{self.candidate.name!r}, got {self.decision.baseline!r} and {self.decision.candidate!r}"
+            )
         if self.quality_target is not None:
             _text("quality_target", self.quality_target)
 
@@ -172,17 +176,23 @@ def _tables(data: ReportData) -> list[_Table]:
     else:
         low, high = d.cost_ratio_ci95
         ratio = f"{format_ratio(d.cost_ratio)} (95% CI {format_ratio(low)} to {format_ratio(high)})"
-    decision = _Table("Decision", ("item", "value"), (
-        ("action", d.action),
-        ("in production now", d.to),
-        ("candidate", d.candidate),
-        ("baseline", d.baseline),
-        ("fallback when the candidate is unsafe", d.fallback),
-        ("cost to target, candidate / baseline", ratio),
-    ))
-    checks = _Table("Checks", ("check", "result", "reason"),
-                    tuple((name, "passed" if d.checks[name] else "FAILED", reason)
-                          for name, reason in zip(d.checks, d.reasons)))
+    decision = _Table(
+        "Decision",
+        ("item", "value"),
+        (
+            ("action", d.action),
+            ("in production now", d.to),
+            ("candidate", d.candidate),
+            ("baseline", d.baseline),
+            ("fallback when the candidate is unsafe", d.fallback),
+            ("cost to target, candidate / baseline", ratio),
+        ),
+    )
+    checks = _Table(
+        "Checks",
+        ("check", "result", "reason"),
+        tuple((name, "passed" if d.checks[name] else "FAILED", reason) for name, reason in zip(d.checks, d.reasons)),
+    )
     shapes = ", ".join(" x ".join(str(n) for n in s) for s in c.input_shapes) or "none"
     rows = [
         ("hardware", "CPU", c.cpu_model),
@@ -214,21 +224,27 @@ def _tables(data: ReportData) -> list[_Table]:
     contract = _Table("Benchmark contract", ("group", "field", "value"), tuple(rows))
     method = [
         ("throughput method", data.throughput_method),
-        ("price per accelerator-hour", f"{data.price_per_hour_usd:,.2f} USD: an assumption, not a measurement; "
-                                       f"every cost here scales with it"),
+        (
+            "price per accelerator-hour",
+            f"{data.price_per_hour_usd:,.2f} USD: an assumption, not a measurement; every cost here scales with it",
+        ),
     ]
     if data.quality_target is not None:
         method.append(("quality target", data.quality_target))
     method_table = _Table("Method and assumptions", ("item", "value"), tuple(method))
     b, k = data.baseline, data.candidate
-    results = _Table("Results", ("measure", f"baseline: {b.name}", f"candidate: {k.name}"), (
-        ("throughput", *format_estimates([b.samples_per_s, k.samples_per_s], "samples/s")),
-        ("cost per sample", *format_estimates([b.cost_per_sample_usd, k.cost_per_sample_usd], "USD")),
-        ("peak memory", format_memory(b.peak_memory_bytes), format_memory(k.peak_memory_bytes)),
-        ("steps to target", format_steps(b.steps_to_target), format_steps(k.steps_to_target)),
-        ("cost to target", *format_estimates([b.cost_to_target_usd, k.cost_to_target_usd], "USD")),
-        ("quality parity", b.parity, k.parity),
-    ))
+    results = _Table(
+        "Results",
+        ("measure", f"baseline: {b.name}", f"candidate: {k.name}"),
+        (
+            ("throughput", *format_estimates([b.samples_per_s, k.samples_per_s], "samples/s")),
+            ("cost per sample", *format_estimates([b.cost_per_sample_usd, k.cost_per_sample_usd], "USD")),
+            ("peak memory", format_memory(b.peak_memory_bytes), format_memory(k.peak_memory_bytes)),
+            ("steps to target", format_steps(b.steps_to_target), format_steps(k.steps_to_target)),
+            ("cost to target", *format_estimates([b.cost_to_target_usd, k.cost_to_target_usd], "USD")),
+            ("quality parity", b.parity, k.parity),
+        ),
+    )
     return [decision, checks, contract, method_table, results]
 
 
@@ -255,9 +271,12 @@ def render_markdown(data: ReportData) -> str:
         raise ValueError(f"data must be a ReportData, got {type(data).__name__}")
     lines = [f"# {_md(data.title)}", "", f"**{_md(_headline(data))}**", ""]
     for table in _tables(data):
-        lines += [f"## {_md(table.heading)}", "",
-                  "| " + " | ".join(_md(h) for h in table.header) + " |",
-                  "|" + "|".join(" --- " for _ in table.header) + "|"]
+        lines += [
+            f"## {_md(table.heading)}",
+            "",
+            "| " + " | ".join(_md(h) for h in table.header) + " |",
+            "|" + "|".join(" --- " for _ in table.header) + "|",
+        ]
         lines += ["| " + " | ".join(_md(cell) for cell in row) + " |" for row in table.rows]
         lines.append("")
     return "\n".join(lines)
@@ -285,13 +304,25 @@ def render_html(data: ReportData) -> str:
     """The report as one self-contained HTML page: inline style, no scripts, nothing loaded from outside."""
     if not isinstance(data, ReportData):
         raise ValueError(f"data must be a ReportData, got {type(data).__name__}")
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             f"<title>{_h(data.title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
-             f"<h1>{_h(data.title)}</h1>",
-             f'<p class="headline {_h(data.decision.action)}">{_h(_headline(data))}</p>']
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        f"<title>{_h(data.title)}</title>",
+        f"<style>{_STYLE}</style>",
+        "</head>",
+        "<body>",
+        f"<h1>{_h(data.title)}</h1>",
+        f'<p class="headline {_h(data.decision.action)}">{_h(_headline(data))}</p>',
+    ]
     for table in _tables(data):
-        parts += [f"<h2>{_h(table.heading)}</h2>", "<table>", "<thead><tr>"
-                  + "".join(f'<th scope="col">{_h(h)}</th>' for h in table.header) + "</tr></thead>", "<tbody>"]
+        parts += [
+            f"<h2>{_h(table.heading)}</h2>",
+            "<table>",
+            "<thead><tr>" + "".join(f'<th scope="col">{_h(h)}</th>' for h in table.header) + "</tr></thead>",
+            "<tbody>",
+        ]
         parts += ["<tr>" + "".join(f"<td>{_h(cell)}</td>" for cell in row) + "</tr>" for row in table.rows]
         parts += ["</tbody>", "</table>"]
     parts += ["</body>", "</html>", ""]
@@ -313,6 +344,17 @@ def write_report(data: ReportData, path: str | os.PathLike) -> Path:
     return atomic_write_text(path, text)
 
 
-__all__ = ["REPORT_SUFFIXES", "ReportData", "RunRow", "format_estimate", "format_estimates", "format_memory",
-           "format_number", "format_steps", "render_html", "render_markdown", "report_path",
-           "write_report"]
+__all__ = [
+    "REPORT_SUFFIXES",
+    "ReportData",
+    "RunRow",
+    "format_estimate",
+    "format_estimates",
+    "format_memory",
+    "format_number",
+    "format_steps",
+    "render_html",
+    "render_markdown",
+    "report_path",
+    "write_report",
+]

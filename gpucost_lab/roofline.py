@@ -6,13 +6,15 @@ throughput above the bound is impossible: the usual cause is timing without sync
 Peaks come from the catalog ``data/hardware.json`` (dense figures, each with its source). A float32 step
 on CUDA that may use TF32 tensor cores is bounded by the TF32 peak, not the FP32 one (:func:`bounding_peak`).
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import pandas as pd
 import torch
@@ -62,7 +64,7 @@ class Accelerator:
         name = one_of("dtype", dtype_name(dtype), _PEAK_FIELD)
         return getattr(self, _PEAK_FIELD[name]) * 1e12
 
-    def roofline(self, dtype: str | torch.dtype) -> "Roofline":
+    def roofline(self, dtype: str | torch.dtype) -> Roofline:
         return Roofline(self.peak_flops_per_s(dtype), self.memory_bandwidth_bytes_per_s)
 
 
@@ -72,16 +74,27 @@ def catalog() -> dict[str, Accelerator]:
     raw = json.loads((resources.files("gpucost_lab") / "data" / "hardware.json").read_text())
     accelerators = {}
     for entry in raw["accelerators"]:
-        entry = dict(entry, aliases=tuple(entry.get("aliases", ())),
-                     field_sources=tuple(sorted(entry.get("field_sources", {}).items())))
+        entry = dict(
+            entry,
+            aliases=tuple(entry.get("aliases", ())),
+            field_sources=tuple(sorted(entry.get("field_sources", {}).items())),
+        )
         accelerators[entry["name"]] = Accelerator(**entry)
     return accelerators
 
 
 def catalog_table() -> pd.DataFrame:
     """The catalog as a table: one row per accelerator, dense peaks, bandwidth and source."""
-    columns = ["name", "memory_gb", "memory_bandwidth_gb_per_s", "fp32_tflops", "tf32_tflops", "fp16_tflops",
-               "bf16_tflops", "source"]
+    columns = [
+        "name",
+        "memory_gb",
+        "memory_bandwidth_gb_per_s",
+        "fp32_tflops",
+        "tf32_tflops",
+        "fp16_tflops",
+        "bf16_tflops",
+        "source",
+    ]
     return pd.DataFrame([[getattr(a, c) for c in columns] for a in catalog().values()], columns=columns)
 
 
@@ -125,7 +138,7 @@ class Roofline:
         return min(self.peak_flops_per_s, intensity_flops_per_byte * self.bandwidth_bytes_per_s)
 
     def bound(self, intensity_flops_per_byte: float) -> str:
-        """"memory-bound" below the ridge point, "compute-bound" at or above it."""
+        """ "memory-bound" below the ridge point, "compute-bound" at or above it."""
         positive("intensity_flops_per_byte", intensity_flops_per_byte)
         return "memory-bound" if intensity_flops_per_byte < self.ridge_point_flops_per_byte else "compute-bound"
 
@@ -142,8 +155,9 @@ class LayerCost:
         return self.flops / self.bytes_moved
 
 
-def linear_layer_cost(batch: int, in_features: int, out_features: int, dtype: str | torch.dtype = "float32",
-                      bias: bool = True) -> LayerCost:
+def linear_layer_cost(
+    batch: int, in_features: int, out_features: int, dtype: str | torch.dtype = "float32", bias: bool = True
+) -> LayerCost:
     """Forward pass of ``nn.Linear``: 2 x batch x in x out FLOPs (the matmul's multiply-adds, as
     ``FlopCounterMode`` counts them), over the bytes read and written once each: input, weight,
     bias and output."""
@@ -186,8 +200,9 @@ def bounding_peak(contract, convolutions: bool = False) -> PeakChoice:
     if contract.float32_matmul == "tf32":
         return PeakChoice("tf32", "TF32 peak: CUDA float32 matmuls may use TF32 tensor cores (float32_matmul='tf32')")
     if convolutions and contract.float32_conv == "tf32":
-        return PeakChoice("tf32", "TF32 peak: cuDNN float32 convolutions may use TF32 tensor cores "
-                                  "(float32_conv='tf32')")
+        return PeakChoice(
+            "tf32", "TF32 peak: cuDNN float32 convolutions may use TF32 tensor cores (float32_conv='tf32')"
+        )
     return PeakChoice("float32", "FP32 peak: CUDA float32 matmuls run in IEEE FP32 (float32_matmul='ieee')")
 
 
@@ -207,19 +222,26 @@ class PlausibilityCheck:
         return asdict(self)
 
 
-def check_throughput(units_per_s: float, flops_per_unit: float, roofline: Roofline,
-                     intensity_flops_per_byte: float | None = None, peak: PeakChoice | None = None
-                     ) -> PlausibilityCheck:
+def check_throughput(
+    units_per_s: float,
+    flops_per_unit: float,
+    roofline: Roofline,
+    intensity_flops_per_byte: float | None = None,
+    peak: PeakChoice | None = None,
+) -> PlausibilityCheck:
     """Flag a throughput whose implied FLOP/s exceed the attainable bound as impossible.
 
     Without an intensity the bound is the compute peak (the loosest roof). ``peak`` (from
     :func:`bounding_peak`) says which catalog peak ``roofline`` was built from, and is stated in the message.
     """
     measured = positive("units_per_s", units_per_s) * positive("flops_per_unit", flops_per_unit)
-    bound = (roofline.peak_flops_per_s if intensity_flops_per_byte is None
-             else roofline.attainable_flops_per_s(intensity_flops_per_byte))
+    bound = (
+        roofline.peak_flops_per_s
+        if intensity_flops_per_byte is None
+        else roofline.attainable_flops_per_s(intensity_flops_per_byte)
+    )
     impossible = measured > bound
-    message = (f"{measured / 1e12:.3g} TFLOP/s is {measured / bound:.1%} of the {bound / 1e12:.3g} TFLOP/s bound")
+    message = f"{measured / 1e12:.3g} TFLOP/s is {measured / bound:.1%} of the {bound / 1e12:.3g} TFLOP/s bound"
     if peak is not None:
         message += f" ({peak.reason})"
     if impossible:

@@ -10,11 +10,12 @@ A point is ``(label, intensity)`` or ``(label, intensity, measured_flops_per_s)`
 is FLOP per byte, or a :class:`~gpucost_lab.roofline.LayerCost` (from ``linear_layer_cost``), which also
 gives the kernel's FLOPs and so the shortest time it could take on this accelerator.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 import pandas as pd
 import torch
@@ -22,8 +23,15 @@ import torch
 from ._validate import positive
 from .roofline import _PEAK_FIELD, Accelerator, LayerCost, Roofline, dtype_name, lookup
 
-TABLE_COLUMNS = ["accelerator", "label", "dtype", "intensity_flops_per_byte", "ridge_point_flops_per_byte", "bound",
-                 "attainable_tflops"]
+TABLE_COLUMNS = [
+    "accelerator",
+    "label",
+    "dtype",
+    "intensity_flops_per_byte",
+    "ridge_point_flops_per_byte",
+    "bound",
+    "attainable_tflops",
+]
 FLOPS_COLUMNS = ["flops", "min_time_us"]  # added when a point is a LayerCost
 MEASURED_COLUMNS = ["measured_tflops", "fraction_of_attainable", "impossible"]  # added when a point has a rate
 DTYPE_COLOURS = {"float32": "tab:blue", "tf32": "tab:purple", "float16": "tab:orange", "bfloat16": "tab:red"}
@@ -60,8 +68,9 @@ def _points(points: Iterable[Sequence]) -> list[_Point]:
     return parsed
 
 
-def roofline_table(accelerator: Accelerator | str, dtype: str | torch.dtype = "float32",
-                   points: Iterable[Sequence] = ()) -> pd.DataFrame:
+def roofline_table(
+    accelerator: Accelerator | str, dtype: str | torch.dtype = "float32", points: Iterable[Sequence] = ()
+) -> pd.DataFrame:
     """One row per point: its intensity, the ridge point, memory- or compute-bound, and the attainable rate.
 
     The last column, ``peak_source``, names where the peak comes from. With a ``LayerCost`` as the
@@ -75,17 +84,24 @@ def roofline_table(accelerator: Accelerator | str, dtype: str | torch.dtype = "f
     rows = []
     for p in parsed:
         attainable = roof.attainable_flops_per_s(p.intensity_flops_per_byte)
-        row = {"accelerator": acc.name, "label": p.label, "dtype": dtype_name(dtype),
-               "intensity_flops_per_byte": p.intensity_flops_per_byte,
-               "ridge_point_flops_per_byte": roof.ridge_point_flops_per_byte,
-               "bound": roof.bound(p.intensity_flops_per_byte), "attainable_tflops": attainable / 1e12,
-               "peak_source": acc.source_of(_PEAK_FIELD[dtype_name(dtype)])}
+        row = {
+            "accelerator": acc.name,
+            "label": p.label,
+            "dtype": dtype_name(dtype),
+            "intensity_flops_per_byte": p.intensity_flops_per_byte,
+            "ridge_point_flops_per_byte": roof.ridge_point_flops_per_byte,
+            "bound": roof.bound(p.intensity_flops_per_byte),
+            "attainable_tflops": attainable / 1e12,
+            "peak_source": acc.source_of(_PEAK_FIELD[dtype_name(dtype)]),
+        }
         if p.flops is not None:
             row.update(flops=p.flops, min_time_us=p.flops / attainable * 1e6)
         if p.measured_flops_per_s is not None:
-            row.update(measured_tflops=p.measured_flops_per_s / 1e12,
-                       fraction_of_attainable=p.measured_flops_per_s / attainable,
-                       impossible=p.measured_flops_per_s > attainable)
+            row.update(
+                measured_tflops=p.measured_flops_per_s / 1e12,
+                fraction_of_attainable=p.measured_flops_per_s / attainable,
+                impossible=p.measured_flops_per_s > attainable,
+            )
         rows.append(row)
     columns = list(TABLE_COLUMNS)
     if any(p.flops is not None for p in parsed):
@@ -106,8 +122,9 @@ def _tflops(x: float) -> str:
     return f"{x / 1e12:.3g} TFLOP/s"
 
 
-def plot_roofline(accelerator: Accelerator | str, dtype: str | torch.dtype = "float32",
-                  points: Iterable[Sequence] = (), ax=None):
+def plot_roofline(
+    accelerator: Accelerator | str, dtype: str | torch.dtype = "float32", points: Iterable[Sequence] = (), ax=None
+):
     """The roofline of ``accelerator`` in ``dtype``, with ``points`` on it; returns the Figure.
 
     Log-log axes: intensity (FLOP/byte) across, TFLOP/s up. The memory roof (grey, labelled with the
@@ -132,35 +149,105 @@ def plot_roofline(accelerator: Accelerator | str, dtype: str | torch.dtype = "fl
     colour = DTYPE_COLOURS.get(name, "tab:green")
 
     memory_label = f"memory roof: {acc.memory_bandwidth_gb_per_s:g} GB/s x intensity"
-    ax.plot([lo, ridge], [lo * roof.bandwidth_bytes_per_s / 1e12, peak_t], color=MEMORY_ROOF_COLOUR, lw=2,
-            label=memory_label, gid="memory-roof")
-    ax.plot([ridge, hi], [peak_t, peak_t], color=colour, lw=2,
-            label=f"{name} compute roof: {_tflops(roof.peak_flops_per_s)}", gid="compute-roof")
-    ax.plot([ridge], [peak_t], marker="D", color=colour, ls="none", ms=7, gid="ridge-point",
-            label=f"{name} ridge point: {ridge:.4g} FLOP/byte")
-    ax.annotate(f"ridge {ridge:.4g} FLOP/B", (ridge, peak_t), textcoords="offset points", xytext=(-6, 8),
-                ha="right", fontsize=8, color=colour)
-    ax.annotate(f"{name} peak {_tflops(roof.peak_flops_per_s)}", (hi, peak_t), textcoords="offset points",
-                xytext=(-4, 5), ha="right", fontsize=8, color=colour)
-    ax.annotate(f"{acc.memory_bandwidth_gb_per_s:g} GB/s", (lo * 2, 2 * lo * roof.bandwidth_bytes_per_s / 1e12),
-                textcoords="offset points", xytext=(-2, 6), ha="left", fontsize=8, color=MEMORY_ROOF_COLOUR,
-                rotation=30, rotation_mode="anchor")
+    ax.plot(
+        [lo, ridge],
+        [lo * roof.bandwidth_bytes_per_s / 1e12, peak_t],
+        color=MEMORY_ROOF_COLOUR,
+        lw=2,
+        label=memory_label,
+        gid="memory-roof",
+    )
+    ax.plot(
+        [ridge, hi],
+        [peak_t, peak_t],
+        color=colour,
+        lw=2,
+        label=f"{name} compute roof: {_tflops(roof.peak_flops_per_s)}",
+        gid="compute-roof",
+    )
+    ax.plot(
+        [ridge],
+        [peak_t],
+        marker="D",
+        color=colour,
+        ls="none",
+        ms=7,
+        gid="ridge-point",
+        label=f"{name} ridge point: {ridge:.4g} FLOP/byte",
+    )
+    ax.annotate(
+        f"ridge {ridge:.4g} FLOP/B",
+        (ridge, peak_t),
+        textcoords="offset points",
+        xytext=(-6, 8),
+        ha="right",
+        fontsize=8,
+        color=colour,
+    )
+    ax.annotate(
+        f"{name} peak {_tflops(roof.peak_flops_per_s)}",
+        (hi, peak_t),
+        textcoords="offset points",
+        xytext=(-4, 5),
+        ha="right",
+        fontsize=8,
+        color=colour,
+    )
+    ax.annotate(
+        f"{acc.memory_bandwidth_gb_per_s:g} GB/s",
+        (lo * 2, 2 * lo * roof.bandwidth_bytes_per_s / 1e12),
+        textcoords="offset points",
+        xytext=(-2, 6),
+        ha="left",
+        fontsize=8,
+        color=MEMORY_ROOF_COLOUR,
+        rotation=30,
+        rotation_mode="anchor",
+    )
 
     for p in parsed:
         attainable_t = roof.attainable_flops_per_s(p.intensity_flops_per_byte) / 1e12
-        ax.plot([p.intensity_flops_per_byte], [attainable_t], marker="o", color=colour, ls="none", ms=7,
-                gid="point-attainable")
-        ax.annotate(f"{p.label}: {attainable_t:.3g} TFLOP/s", (p.intensity_flops_per_byte, attainable_t),
-                    textcoords="offset points", xytext=(6, -12), fontsize=8)
+        ax.plot(
+            [p.intensity_flops_per_byte],
+            [attainable_t],
+            marker="o",
+            color=colour,
+            ls="none",
+            ms=7,
+            gid="point-attainable",
+        )
+        ax.annotate(
+            f"{p.label}: {attainable_t:.3g} TFLOP/s",
+            (p.intensity_flops_per_byte, attainable_t),
+            textcoords="offset points",
+            xytext=(6, -12),
+            fontsize=8,
+        )
         if p.measured_flops_per_s is not None:
             measured_t = p.measured_flops_per_s / 1e12
             ax.plot([p.intensity_flops_per_byte] * 2, [attainable_t, measured_t], ls=":", color=colour, lw=1)
-            ax.plot([p.intensity_flops_per_byte], [measured_t], marker="o", mfc="white", color=colour, ls="none",
-                    ms=7, gid="point-measured")
-            verdict = "impossible" if p.measured_flops_per_s > roof.attainable_flops_per_s(
-                p.intensity_flops_per_byte) else "measured"
-            ax.annotate(f"{verdict}: {measured_t:.3g} TFLOP/s", (p.intensity_flops_per_byte, measured_t),
-                        textcoords="offset points", xytext=(6, 2), fontsize=8)
+            ax.plot(
+                [p.intensity_flops_per_byte],
+                [measured_t],
+                marker="o",
+                mfc="white",
+                color=colour,
+                ls="none",
+                ms=7,
+                gid="point-measured",
+            )
+            verdict = (
+                "impossible"
+                if p.measured_flops_per_s > roof.attainable_flops_per_s(p.intensity_flops_per_byte)
+                else "measured"
+            )
+            ax.annotate(
+                f"{verdict}: {measured_t:.3g} TFLOP/s",
+                (p.intensity_flops_per_byte, measured_t),
+                textcoords="offset points",
+                xytext=(6, 2),
+                fontsize=8,
+            )
 
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -25,6 +25,7 @@ blocks, other streams, GPU-side variation (only CPU durations are jittered), eva
 is taken to be resident on the GPU), PCIe generations other than 4.0, and kernel names of GPUs other than Ampere.
 The same seed and knobs give a byte-identical file.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -107,9 +108,18 @@ class SimConfig:
     decode_us_per_sample: float = 80.0  # CPU time to load and augment one sample in a worker
 
     def __post_init__(self) -> None:
-        bounds = {"seed": (0, 2**63), "steps": (1, 10_000), "batch_size": (1, 65_536), "num_workers": (0, 64),
-                  "eval_every": (0, 10_000), "eval_batches": (1, 10_000), "checkpoint_every": (0, 10_000),
-                  "layers": (1, 512), "hidden": (1, 65_536), "sample_bytes": (1, 10**9)}
+        bounds = {
+            "seed": (0, 2**63),
+            "steps": (1, 10_000),
+            "batch_size": (1, 65_536),
+            "num_workers": (0, 64),
+            "eval_every": (0, 10_000),
+            "eval_batches": (1, 10_000),
+            "checkpoint_every": (0, 10_000),
+            "layers": (1, 512),
+            "hidden": (1, 65_536),
+            "sample_bytes": (1, 10**9),
+        }
         for name, (low, high) in bounds.items():
             raw = getattr(self, name)
             try:
@@ -122,15 +132,19 @@ class SimConfig:
         for name in ("pin_memory", "item_sync", "mixed_precision"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
-        object.__setattr__(self, "decode_us_per_sample",
-                           non_negative("decode_us_per_sample", self.decode_us_per_sample))
+        object.__setattr__(
+            self, "decode_us_per_sample", non_negative("decode_us_per_sample", self.decode_us_per_sample)
+        )
         accelerator = lookup(self.gpu)  # unknown names raise the catalog's own error
         params = self.layers * (self.hidden**2 + self.hidden)
         peak_bytes = params * STATE_BYTES_PER_PARAM + self.batch_size * (
-            self.sample_bytes + (2 * self.layers + 1) * self.hidden * self._element_bytes)
+            self.sample_bytes + (2 * self.layers + 1) * self.hidden * self._element_bytes
+        )
         if peak_bytes > accelerator.memory_gb * 1e9:
-            raise ValueError(f"layers, hidden and batch_size need {peak_bytes / 1e9:.1f} GB at peak, more than "
-                             f"the {accelerator.memory_gb:g} GB of the {accelerator.name}; make them smaller")
+            raise ValueError(
+                f"layers, hidden and batch_size need {peak_bytes / 1e9:.1f} GB at peak, more than "
+                f"the {accelerator.memory_gb:g} GB of the {accelerator.name}; make them smaller"
+            )
 
     @property
     def _dtype(self) -> str:
@@ -171,8 +185,9 @@ class _Run:
         self.queued: deque[int] = deque()  # end times of the GPU operations queued, oldest first
         self.events: list[tuple[int, int, int, dict]] = []  # (start ns, -dur ns, order, event)
         self.ids = 0  # correlation and External ids
-        self.phase_ns = dict.fromkeys(("data", "h2d_copy", "forward", "backward", "optimizer", "item_sync",
-                                       "eval", "checkpoint"), 0)
+        self.phase_ns = dict.fromkeys(
+            ("data", "h2d_copy", "forward", "backward", "optimizer", "item_sync", "eval", "checkpoint"), 0
+        )
         self.peak_flops_per_s = self.acc.peak_flops_per_s(c._dtype)
         gemm = linear_layer_cost(c.batch_size, c.hidden, c.hidden, c._dtype, bias=False)  # one matmul, no bias
         self.gemm_us = self.kernel_us(gemm.flops, gemm.bytes_moved)
@@ -193,20 +208,38 @@ class _Run:
     def cpu(self, us: float) -> int:
         return _ns(us * self.rng.uniform(1 - CPU_JITTER, 1 + CPU_JITTER))
 
-    def emit(self, cat: str, name: str, start: int, end: int, args: dict | None = None,
-             pid: int = PID, tid: int = PID) -> None:
-        event = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": _ts(start),
-                 "dur": (end - start) / _NS_PER_US, **({} if args is None else {"args": args})}
+    def emit(
+        self, cat: str, name: str, start: int, end: int, args: dict | None = None, pid: int = PID, tid: int = PID
+    ) -> None:
+        event = {
+            "ph": "X",
+            "cat": cat,
+            "name": name,
+            "pid": pid,
+            "tid": tid,
+            "ts": _ts(start),
+            "dur": (end - start) / _NS_PER_US,
+            **({} if args is None else {"args": args}),
+        }
         self.events.append((start, start - end, len(self.events), event))
         self.end = max(self.end, end)
 
-    def gpu_event(self, cat: str, name: str, start: int, end: int, corr: int, ext: int, rt_start: int,
-                  extra: dict) -> None:
+    def gpu_event(
+        self, cat: str, name: str, start: int, end: int, corr: int, ext: int, rt_start: int, extra: dict
+    ) -> None:
         args = {"External id": ext, "device": DEVICE, "context": 1, "stream": STREAM, "correlation": corr, **extra}
         self.emit(cat, name, start, end, args, GPU_PID, STREAM)
         for ph, ts, pid, tid in (("s", rt_start, PID, PID), ("f", start, GPU_PID, STREAM)):
-            flow = {"ph": ph, "id": corr, "pid": pid, "tid": tid, "ts": _ts(ts), "cat": "ac2g", "name": "ac2g",
-                    **({"bp": "e"} if ph == "f" else {})}
+            flow = {
+                "ph": ph,
+                "id": corr,
+                "pid": pid,
+                "tid": tid,
+                "ts": _ts(ts),
+                "cat": "ac2g",
+                "name": "ac2g",
+                **({"bp": "e"} if ph == "f" else {}),
+            }
             self.events.append((ts, 0, len(self.events), flow))
 
     def memory(self, nbytes: int, addr: int | None = None) -> int:
@@ -218,10 +251,24 @@ class _Run:
             nbytes = -self.live.pop(addr)
         self.allocated += nbytes
         self.reserved = max(self.reserved, -(-self.allocated // ALLOCATOR_ROUND_BYTES) * ALLOCATOR_ROUND_BYTES)
-        args = {"Total Reserved": self.reserved, "Total Allocated": self.allocated, "Bytes": nbytes,
-                "Addr": addr, "Device Id": DEVICE, "Device Type": 1}
-        event = {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": PID, "tid": PID,
-                 "ts": _ts(self.t), "args": args}
+        args = {
+            "Total Reserved": self.reserved,
+            "Total Allocated": self.allocated,
+            "Bytes": nbytes,
+            "Addr": addr,
+            "Device Id": DEVICE,
+            "Device Type": 1,
+        }
+        event = {
+            "ph": "i",
+            "cat": "cpu_instant_event",
+            "s": "t",
+            "name": "[memory]",
+            "pid": PID,
+            "tid": PID,
+            "ts": _ts(self.t),
+            "args": args,
+        }
         self.events.append((self.t, 0, len(self.events), event))
         return addr
 
@@ -253,8 +300,9 @@ class _Run:
         rt_start, corr = self.t, self.new_id()
         self.wait_for_queue_slot()
         self.t += self.cpu(LAUNCH_US)
-        self.emit("cuda_runtime", "cudaLaunchKernel", rt_start, self.t,
-                  {"External id": ext, "cbid": 211, "correlation": corr})
+        self.emit(
+            "cuda_runtime", "cudaLaunchKernel", rt_start, self.t, {"External id": ext, "cbid": 211, "correlation": corr}
+        )
         k_start = self.enqueue(self.t, _ns(gpu_us))
         self.gpu_event("kernel", kernel, k_start, self.gpu_free, corr, ext, rt_start, {"queued": 0})
         self.t += self.cpu(OP_OVERHEAD_US / 2)
@@ -278,12 +326,21 @@ class _Run:
         else:
             self.t += self.cpu(MEMCPY_CALL_US)
             c_start = self.enqueue(self.t, copy_ns)
-        self.emit("cuda_runtime", "cudaMemcpyAsync", rt_start, self.t,
-                  {"External id": ext, "cbid": 41, "correlation": corr})
+        self.emit(
+            "cuda_runtime", "cudaMemcpyAsync", rt_start, self.t, {"External id": ext, "cbid": 41, "correlation": corr}
+        )
         host = "Pinned" if pinned else "Pageable"
         name = f"Memcpy HtoD ({host} -> Device)" if direction == "HtoD" else f"Memcpy DtoH (Device -> {host})"
-        self.gpu_event("gpu_memcpy", name, c_start, self.gpu_free, corr, ext, rt_start,
-                       {"bytes": nbytes, "memory bandwidth (GB/s)": round(nbytes / (self.gpu_free - c_start), 3)})
+        self.gpu_event(
+            "gpu_memcpy",
+            name,
+            c_start,
+            self.gpu_free,
+            corr,
+            ext,
+            rt_start,
+            {"bytes": nbytes, "memory bandwidth (GB/s)": round(nbytes / (self.gpu_free - c_start), 3)},
+        )
         if op:
             self.t += self.cpu(OP_OVERHEAD_US / 2)
             self.emit("cpu_op", "aten::copy_", start, self.t, {"External id": ext})
@@ -296,8 +353,13 @@ class _Run:
         self.copy("DtoH", 4, pinned=False, blocking=False, ext=inner_ext)
         rt_start, corr = self.t, self.new_id()
         self.t = max(self.t + self.cpu(SYNC_CALL_US), self.gpu_free + self.cpu(SYNC_CALL_US / 2))
-        self.emit("cuda_runtime", "cudaStreamSynchronize", rt_start, self.t,
-                  {"External id": inner_ext, "cbid": 131, "correlation": corr})
+        self.emit(
+            "cuda_runtime",
+            "cudaStreamSynchronize",
+            rt_start,
+            self.t,
+            {"External id": inner_ext, "cbid": 131, "correlation": corr},
+        )
         self.emit("cpu_op", "aten::_local_scalar_dense", inner, self.t, {"External id": inner_ext})
         self.t += self.cpu(OP_OVERHEAD_US / 2)
         self.emit("cpu_op", "aten::item", start, self.t, {"External id": ext})
@@ -313,8 +375,15 @@ class _Run:
         w = k % self.c.num_workers
         start = max(at, self.worker_free[w])
         self.worker_free[w] = self.ready[k] = start + self.cpu(self.c.decode_us_per_sample * self.c.batch_size)
-        self.emit("cpu_op", "decode_batch", start, self.ready[k], {"batch": k, "samples": self.c.batch_size},
-                  WORKER_PID_BASE + w, WORKER_PID_BASE + w)
+        self.emit(
+            "cpu_op",
+            "decode_batch",
+            start,
+            self.ready[k],
+            {"batch": k, "samples": self.c.batch_size},
+            WORKER_PID_BASE + w,
+            WORKER_PID_BASE + w,
+        )
 
     def next_batch(self, k: int) -> None:
         start, c = self.t, self.c
@@ -335,13 +404,24 @@ class _Run:
         c, act_bytes = self.c, self.act_bytes
         kept: list[int] = []
         for _ in range(c.layers):
-            pre = self.launch("aten::addmm", _GEMM[c.mixed_precision].format("tn"), self.gemm_us, alloc=act_bytes,
-                              free=() if keep or not kept else (kept.pop(),))
-            out = self.launch("aten::relu", _RELU, self.kernel_us(act_bytes, 2 * act_bytes), alloc=act_bytes,
-                              free=() if keep else (pre,))
+            pre = self.launch(
+                "aten::addmm",
+                _GEMM[c.mixed_precision].format("tn"),
+                self.gemm_us,
+                alloc=act_bytes,
+                free=() if keep or not kept else (kept.pop(),),
+            )
+            out = self.launch(
+                "aten::relu",
+                _RELU,
+                self.kernel_us(act_bytes, 2 * act_bytes),
+                alloc=act_bytes,
+                free=() if keep else (pre,),
+            )
             kept += [pre, out] if keep else [out]
-        self.launch("aten::mse_loss", _LOSS, self.kernel_us(2 * act_bytes, 2 * act_bytes),
-                    free=() if keep else (kept.pop(),))
+        self.launch(
+            "aten::mse_loss", _LOSS, self.kernel_us(2 * act_bytes, 2 * act_bytes), free=() if keep else (kept.pop(),)
+        )
         return kept
 
     def backward(self, kept: list[int], input_addr: int) -> None:
@@ -349,12 +429,21 @@ class _Run:
         c, act_bytes, grad = self.c, self.act_bytes, None
         for layer in reversed(range(c.layers)):
             out, pre = kept.pop(), kept.pop()
-            new_grad = self.launch("aten::threshold_backward", _RELU_BWD, self.kernel_us(2 * act_bytes, 3 * act_bytes),
-                                   alloc=0 if grad else act_bytes, free=(out,))
+            new_grad = self.launch(
+                "aten::threshold_backward",
+                _RELU_BWD,
+                self.kernel_us(2 * act_bytes, 3 * act_bytes),
+                alloc=0 if grad else act_bytes,
+                free=(out,),
+            )
             grad = grad or new_grad  # one gradient buffer, reused down the layers
             self.launch("aten::mm", _GEMM[c.mixed_precision].format("nn"), self.gemm_us)
-            self.launch("aten::mm", _GEMM[c.mixed_precision].format("nt"), self.gemm_us,
-                        free=(pre,) if layer else (pre, grad, input_addr))
+            self.launch(
+                "aten::mm",
+                _GEMM[c.mixed_precision].format("nt"),
+                self.gemm_us,
+                free=(pre,) if layer else (pre, grad, input_addr),
+            )
 
     def checkpoint(self) -> None:
         """Copy every parameter's weight and Adam moments back (pageable, blocking), then write them to disk."""
@@ -402,25 +491,44 @@ class _Run:
 
     def metadata(self) -> list[dict]:
         """Process and thread names, as Kineto writes them, for the main process, the GPU and each worker."""
-        lanes = [(PID, PID, "python3", "CPU", f"thread {PID} (python3)"),
-                 (GPU_PID, STREAM, "python3", f"GPU {DEVICE}", f"stream {STREAM} ")]
-        lanes += [(pid, pid, f"pt_data_worker_{w}", "CPU", f"thread {pid} (pt_data_worker_{w})")
-                  for w, pid in enumerate(range(WORKER_PID_BASE, WORKER_PID_BASE + self.c.num_workers))]
-        rows = [row for pid, tid, process, label, thread in lanes
-                for row in ((pid, 0, "process_name", {"name": process}), (pid, 0, "process_labels", {"labels": label}),
-                            (pid, tid, "thread_name", {"name": thread}))]
-        return [{"name": name, "ph": "M", "ts": TRACE_START_US, "pid": pid, "tid": tid, "args": args}
-                for pid, tid, name, args in rows]
+        lanes = [
+            (PID, PID, "python3", "CPU", f"thread {PID} (python3)"),
+            (GPU_PID, STREAM, "python3", f"GPU {DEVICE}", f"stream {STREAM} "),
+        ]
+        lanes += [
+            (pid, pid, f"pt_data_worker_{w}", "CPU", f"thread {pid} (pt_data_worker_{w})")
+            for w, pid in enumerate(range(WORKER_PID_BASE, WORKER_PID_BASE + self.c.num_workers))
+        ]
+        rows = [
+            row
+            for pid, tid, process, label, thread in lanes
+            for row in (
+                (pid, 0, "process_name", {"name": process}),
+                (pid, 0, "process_labels", {"labels": label}),
+                (pid, tid, "thread_name", {"name": thread}),
+            )
+        ]
+        return [
+            {"name": name, "ph": "M", "ts": TRACE_START_US, "pid": pid, "tid": tid, "args": args}
+            for pid, tid, name, args in rows
+        ]
 
     def run(self) -> dict:
         for k in range(self.c.steps):
             self.train_step(k)
         self.events.sort(key=lambda e: e[:3])
-        return {"schemaVersion": 1,
-                "deviceProperties": [{"id": DEVICE, "name": (self.acc.aliases or (self.acc.name,))[0],
-                                      "totalGlobalMem": int(self.acc.memory_gb * 1e9)}],
-                "simConfig": asdict(self.c),
-                "traceEvents": self.metadata() + [e[3] for e in self.events]}
+        return {
+            "schemaVersion": 1,
+            "deviceProperties": [
+                {
+                    "id": DEVICE,
+                    "name": (self.acc.aliases or (self.acc.name,))[0],
+                    "totalGlobalMem": int(self.acc.memory_gb * 1e9),
+                }
+            ],
+            "simConfig": asdict(self.c),
+            "traceEvents": self.metadata() + [e[3] for e in self.events],
+        }
 
 
 def simulate(config: SimConfig = SimConfig()) -> dict:

@@ -12,11 +12,13 @@ agrees with every other figure derived from the same raw times, by construction.
 Raw values are kept; centre, spread and interval are derived from them, so every figure can be
 recomputed by hand from the per-repeat numbers.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 
 def t_quantile_95(df: float) -> float:
@@ -37,13 +39,14 @@ class Estimate:
     def __post_init__(self) -> None:
         if len(self.values) < 2:
             raise ValueError(f"values must hold at least 2 repeats to give an interval, got {len(self.values)}")
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
-                   for v in self.values):
+        if not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in self.values
+        ):
             raise ValueError(f"values must all be finite numbers > 0 (times, rates and costs), got {self.values!r}")
         object.__setattr__(self, "values", tuple(float(v) for v in self.values))
 
     @classmethod
-    def of(cls, values: Iterable[float]) -> "Estimate":
+    def of(cls, values: Iterable[float]) -> Estimate:
         return cls(tuple(float(v) for v in values))
 
     @property
@@ -88,7 +91,7 @@ class Estimate:
         return self.interval.ci95_high
 
     @property
-    def interval(self) -> "Interval":
+    def interval(self) -> Interval:
         """geomean x exp(-+ t(0.975, n - 1) x log_se)."""
         return combine((self, 1))
 
@@ -119,7 +122,7 @@ class Interval(NamedTuple):
         return {"value": self.value, "ci95_low": self.ci95_low, "ci95_high": self.ci95_high}
 
 
-def combine(*factors: tuple["Estimate | float", int]) -> Interval:
+def combine(*factors: tuple[Estimate | float, int]) -> Interval:
     """The product of independent factors, each raised to the power +1 or -1, with its 95% interval.
 
     ``combine((cost_per_step, 1), (steps, 1))`` is a cost to target; ``combine((a, 1), (b, -1))`` is
@@ -134,7 +137,7 @@ def combine(*factors: tuple["Estimate | float", int]) -> Interval:
             raise ValueError(f"power must be 1 or -1, got {power!r}")
         if isinstance(factor, Estimate):
             log_centre += power * factor.mean_log
-            v = factor.log_se ** 2
+            v = factor.log_se**2
             variance += v
             df_denominator += v * v / (factor.n - 1)
         elif isinstance(factor, (int, float)) and not isinstance(factor, bool) and math.isfinite(factor) and factor > 0:
@@ -144,7 +147,7 @@ def combine(*factors: tuple["Estimate | float", int]) -> Interval:
     ratio = math.exp(log_centre)
     if variance == 0:
         return Interval(ratio, ratio, ratio)
-    half = t_quantile_95(variance ** 2 / df_denominator) * math.sqrt(variance)
+    half = t_quantile_95(variance**2 / df_denominator) * math.sqrt(variance)
     return Interval(ratio, ratio * math.exp(-half), ratio * math.exp(half))
 
 
@@ -190,9 +193,11 @@ class RatioVerdict:
         if low <= 1.0 <= high:
             return "inconclusive", f"{said}: the interval contains 1, no difference can be claimed"
         if self.interval.width_factor > self.max_width_factor:
-            return "inconclusive", (f"{said}: the interval spans a factor {self.interval.width_factor:.2f}, wider "
-                                    f"than the {self.max_width_factor:g} allowed; measure more rounds or quiet the "
-                                    "machine")
+            return "inconclusive", (
+                f"{said}: the interval spans a factor {self.interval.width_factor:.2f}, wider "
+                f"than the {self.max_width_factor:g} allowed; measure more rounds or quiet the "
+                "machine"
+            )
         word = self.lower if high < 1.0 else self.higher
         return word, f"{said}: {word} with 95% confidence"
 
@@ -206,5 +211,9 @@ class RatioVerdict:
         return self._judge()[1]
 
     def to_dict(self) -> dict:
-        return {**self.interval.to_dict(), "verdict": self.verdict, "reason": self.reason,
-                "max_width_factor": self.max_width_factor}
+        return {
+            **self.interval.to_dict(),
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "max_width_factor": self.max_width_factor,
+        }

@@ -11,11 +11,12 @@ such a number before it reaches a price:
   interleaved and each summarised by its fastest block, flagged when the two throughputs differ by
   more than ``threshold`` times. On a synchronous CPU step they agree, on a busy machine too.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 from . import device as _device
 from ._validate import greater_than, positive
@@ -44,11 +45,14 @@ class SyncCheck:
 
     def to_dict(self) -> dict:
         return {
-            "flagged": self.flagged, "reasons": list(self.reasons),
+            "flagged": self.flagged,
+            "reasons": list(self.reasons),
             "unsynchronized_units_per_s": self.unsynchronized_units_per_s,
-            "synchronized_units_per_s": self.synchronized_units_per_s, "ratio": self.ratio,
+            "synchronized_units_per_s": self.synchronized_units_per_s,
+            "ratio": self.ratio,
             "bound_check": None if self.bound_check is None else self.bound_check.to_dict(),
-            "counted_unit": self.counted_unit, "threshold": self.threshold,
+            "counted_unit": self.counted_unit,
+            "threshold": self.threshold,
         }
 
 
@@ -60,17 +64,25 @@ def _roofline(roofline: Roofline | str, contract: BenchmarkContract) -> Roofline
     raise ValueError(f"roofline must be a Roofline or a catalog accelerator name, got {roofline!r}")
 
 
-def _bound(units_per_s: float, measurement: Measurement, flops_per_unit: float | None,
-           roofline: Roofline | str | None, intensity_flops_per_byte: float | None) -> PlausibilityCheck | None:
+def _bound(
+    units_per_s: float,
+    measurement: Measurement,
+    flops_per_unit: float | None,
+    roofline: Roofline | str | None,
+    intensity_flops_per_byte: float | None,
+) -> PlausibilityCheck | None:
     if (flops_per_unit is None) != (roofline is None):
-        raise ValueError(f"flops_per_unit and roofline must be given together, got flops_per_unit={flops_per_unit!r} "
-                         f"and roofline={roofline!r}")
+        raise ValueError(
+            f"flops_per_unit and roofline must be given together, got flops_per_unit={flops_per_unit!r} "
+            f"and roofline={roofline!r}"
+        )
     if roofline is None:
         return None
     positive("flops_per_unit", flops_per_unit)
     peak = bounding_peak(measurement.contract) if isinstance(roofline, str) else None
-    return check_throughput(units_per_s, flops_per_unit, _roofline(roofline, measurement.contract),
-                            intensity_flops_per_byte, peak)
+    return check_throughput(
+        units_per_s, flops_per_unit, _roofline(roofline, measurement.contract), intensity_flops_per_byte, peak
+    )
 
 
 def _times(ratio: float) -> str:
@@ -84,14 +96,19 @@ def _rate(units_per_s: float) -> str:
 
 
 def _bound_reason(check: PlausibilityCheck, units_per_s: float, unit: str) -> str:
-    return (f"{_rate(units_per_s)} {unit}/s implies {check.measured_flops_per_s / 1e12:.3g} TFLOP/s, "
-            f"{check.fraction_of_bound:.3g}x the roofline bound of {check.bound_flops_per_s / 1e12:.3g} TFLOP/s: "
-            "impossible; the usual cause is timing without synchronizing the device")
+    return (
+        f"{_rate(units_per_s)} {unit}/s implies {check.measured_flops_per_s / 1e12:.3g} TFLOP/s, "
+        f"{check.fraction_of_bound:.3g}x the roofline bound of {check.bound_flops_per_s / 1e12:.3g} TFLOP/s: "
+        "impossible; the usual cause is timing without synchronizing the device"
+    )
 
 
-def check_measurement(measurement: Measurement, flops_per_unit: float | None = None,
-                      roofline: Roofline | str | None = None,
-                      intensity_flops_per_byte: float | None = None) -> SyncCheck:
+def check_measurement(
+    measurement: Measurement,
+    flops_per_unit: float | None = None,
+    roofline: Roofline | str | None = None,
+    intensity_flops_per_byte: float | None = None,
+) -> SyncCheck:
     """Flag ``measurement`` if it was not synchronized or its throughput is above the roofline bound.
 
     ``flops_per_unit`` (FLOPs per sample or token) and ``roofline`` (a :class:`Roofline`, or a
@@ -106,20 +123,37 @@ def check_measurement(measurement: Measurement, flops_per_unit: float | None = N
     bound = _bound(units_per_s, measurement, flops_per_unit, roofline, intensity_flops_per_byte)
     reasons = []
     if not measurement.synchronized:
-        reasons.append(f"timed without synchronizing the device (sync_method={measurement.contract.sync_method!r}): "
-                       "the clock may have stopped before the work was done; measure with timing.measure")
+        reasons.append(
+            f"timed without synchronizing the device (sync_method={measurement.contract.sync_method!r}): "
+            "the clock may have stopped before the work was done; measure with timing.measure"
+        )
     if bound is not None and bound.impossible:
         reasons.append(_bound_reason(bound, units_per_s, unit))
     synced = measurement.synchronized
-    return SyncCheck(bool(reasons), tuple(reasons), None if synced else units_per_s, units_per_s if synced else None,
-                     None, bound, unit, None, measurement if synced else None)
+    return SyncCheck(
+        bool(reasons),
+        tuple(reasons),
+        None if synced else units_per_s,
+        units_per_s if synced else None,
+        None,
+        bound,
+        unit,
+        None,
+        measurement if synced else None,
+    )
 
 
-def compare_sync(step: Callable[[], object], contract: BenchmarkContract,
-                 synchronize: Callable[[], None] | None = None, threshold: float = 1.5, *,
-                 clock: Clock = time.perf_counter, flops_per_unit: float | None = None,
-                 roofline: Roofline | str | None = None,
-                 intensity_flops_per_byte: float | None = None) -> SyncCheck:
+def compare_sync(
+    step: Callable[[], object],
+    contract: BenchmarkContract,
+    synchronize: Callable[[], None] | None = None,
+    threshold: float = 1.5,
+    *,
+    clock: Clock = time.perf_counter,
+    flops_per_unit: float | None = None,
+    roofline: Roofline | str | None = None,
+    intensity_flops_per_byte: float | None = None,
+) -> SyncCheck:
     """Time ``step`` without and with synchronization, interleaved; flag a ratio beyond ``threshold``.
 
     The two ways alternate in ``contract.repeats`` ABBA rounds (unsynchronized, synchronized,
@@ -137,12 +171,15 @@ def compare_sync(step: Callable[[], object], contract: BenchmarkContract,
     sync = synchronize if synchronize is not None else _device.synchronizer(contract.device)
     unsynced_contract = replace(contract, sync_method=UNSYNCHRONIZED)
     unsynced_times, synced_times = interleaved_blocks(
-        ((step, unsynced_contract, lambda: None), (step, contract, sync)), contract.repeats, clock)
+        ((step, unsynced_contract, lambda: None), (step, contract, sync)), contract.repeats, clock
+    )
     synced = Measurement(replace(contract, repeats=len(synced_times)), synced_times)
     for i, t in enumerate(unsynced_times):
         if not t > 0:
-            raise ValueError(f"unsynchronized block {i} took {t!r} s: the clock is coarser than the timed block; "
-                             "raise measured_steps")
+            raise ValueError(
+                f"unsynchronized block {i} took {t!r} s: the clock is coarser than the timed block; "
+                "raise measured_steps"
+            )
     units = contract.units_per_step * contract.measured_steps
     fast, honest = units / min(unsynced_times), units / min(synced_times)
     ratio = fast / honest
@@ -150,12 +187,16 @@ def compare_sync(step: Callable[[], object], contract: BenchmarkContract,
     bound = _bound(honest, synced, flops_per_unit, roofline, intensity_flops_per_byte)
     reasons = []
     if ratio > threshold:
-        reasons.append(f"without synchronization the clock reads {_rate(fast)} {unit}/s, {_times(ratio)}x the "
-                       f"synchronized {_rate(honest)} {unit}/s (threshold {threshold:g}x): the clock stopped before "
-                       "the queued work finished; price only the synchronized measurement")
+        reasons.append(
+            f"without synchronization the clock reads {_rate(fast)} {unit}/s, {_times(ratio)}x the "
+            f"synchronized {_rate(honest)} {unit}/s (threshold {threshold:g}x): the clock stopped before "
+            "the queued work finished; price only the synchronized measurement"
+        )
     elif ratio < 1 / threshold:
-        reasons.append(f"with synchronization the throughput rose {_times(1 / ratio)}x (threshold {threshold:g}x): the "
-                       "timing is unstable; measure more steps per repeat, or quiet the machine")
+        reasons.append(
+            f"with synchronization the throughput rose {_times(1 / ratio)}x (threshold {threshold:g}x): the "
+            "timing is unstable; measure more steps per repeat, or quiet the machine"
+        )
     if bound is not None and bound.impossible:
         reasons.append(_bound_reason(bound, honest, unit))
     return SyncCheck(bool(reasons), tuple(reasons), fast, honest, ratio, bound, unit, threshold, synced)

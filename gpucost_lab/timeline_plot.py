@@ -3,6 +3,7 @@
 The picture is drawn from :mod:`gpucost_lab.timeline`'s tables; :func:`lane_table` is the same
 information as text, to read beside it.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,8 +13,16 @@ import pandas as pd
 from .timeline import Trace, gaps
 
 DRAWN_KINDS = ("kernel", "memcpy", "memset", "sync", "runtime", "cpu_op", "annotation", "step")
-COLOURS = {"kernel": "tab:blue", "memcpy": "tab:orange", "memset": "tab:brown", "sync": "tab:red",
-           "runtime": "tab:purple", "cpu_op": "tab:green", "annotation": "tab:olive", "step": "lightgrey"}
+COLOURS = {
+    "kernel": "tab:blue",
+    "memcpy": "tab:orange",
+    "memset": "tab:brown",
+    "sync": "tab:red",
+    "runtime": "tab:purple",
+    "cpu_op": "tab:green",
+    "annotation": "tab:olive",
+    "step": "lightgrey",
+}
 LANE_TABLE_COLUMNS = ["lane", "kind", "events", "busy_ms"]
 
 
@@ -34,25 +43,27 @@ def _window(trace: Trace, start_ms: float | None, end_ms: float | None) -> tuple
 def _lane_order(drawn: pd.DataFrame) -> list[str]:
     """Threads first (busiest first), then GPU streams in number order."""
     busy = drawn.groupby("lane")["dur_us"].sum()
-    threads = sorted((lane for lane in busy.index if not lane.startswith("stream")), key=lambda l: -busy[l])
-    streams = sorted((lane for lane in busy.index if lane.startswith("stream")),
-                     key=lambda l: int(l.split()[-1]) if l.split()[-1].isdigit() else 0)
+    threads = sorted((lane for lane in busy.index if not lane.startswith("stream")), key=lambda lane: -busy[lane])
+    streams = sorted(
+        (lane for lane in busy.index if lane.startswith("stream")),
+        key=lambda lane: int(lane.split()[-1]) if lane.split()[-1].isdigit() else 0,
+    )
     return threads + streams
 
 
 def lane_table(trace: Trace, start_ms: float | None = None, end_ms: float | None = None) -> pd.DataFrame:
     """Per lane and kind: how many events and their summed duration (nested operators count each)."""
     drawn, _ = _window(trace, start_ms, end_ms)
-    table = (drawn.groupby(["lane", "kind"]).agg(events=("name", "size"), busy_ms=("dur_us", "sum"))
-             .reset_index())
+    table = drawn.groupby(["lane", "kind"]).agg(events=("name", "size"), busy_ms=("dur_us", "sum")).reset_index()
     table["busy_ms"] = table["busy_ms"] / 1e3
     order = {lane: i for i, lane in enumerate(_lane_order(drawn))}
     table = table.sort_values(["lane", "kind"], key=lambda s: s.map(order) if s.name == "lane" else s)
     return table[LANE_TABLE_COLUMNS].reset_index(drop=True)
 
 
-def plot_timeline(trace: Trace, *, start_ms: float | None = None, end_ms: float | None = None,
-                  top_gaps: int = 3, ax=None):
+def plot_timeline(
+    trace: Trace, *, start_ms: float | None = None, end_ms: float | None = None, top_gaps: int = 3, ax=None
+):
     """Lanes of bars, coloured by kind; the ``top_gaps`` widest gaps in the window shaded red."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
@@ -79,8 +90,13 @@ def plot_timeline(trace: Trace, *, start_ms: float | None = None, end_ms: float 
     ax.invert_yaxis()
     ax.set_xlabel("time since the first event (ms)")
     kinds = [k for k in DRAWN_KINDS if k in set(drawn["kind"])]
-    ax.legend(handles=[Patch(color=COLOURS[k], label=k) for k in kinds], loc="upper left", bbox_to_anchor=(1.0, 1.0),
-              fontsize=8, frameon=False)
+    ax.legend(
+        handles=[Patch(color=COLOURS[k], label=k) for k in kinds],
+        loc="upper left",
+        bbox_to_anchor=(1.0, 1.0),
+        fontsize=8,
+        frameon=False,
+    )
     ax.set_title(f"{Path(trace.path).name}: {trace.device} timeline")
     return ax.figure
 
@@ -99,8 +115,13 @@ def plot_memory(trace: Trace, device_type: int | None = 0, ax=None):
     t0_us = float(trace.events["ts_us"].min())
     if ax is None:
         _, ax = plt.subplots(figsize=(9, 3.5))
-    ax.step((mem["ts_us"] - t0_us) / 1e3, mem["total_allocated_bytes"] / 1e6, where="post", color="tab:blue",
-            label="allocated")
+    ax.step(
+        (mem["ts_us"] - t0_us) / 1e3,
+        mem["total_allocated_bytes"] / 1e6,
+        where="post",
+        color="tab:blue",
+        label="allocated",
+    )
     colours = ["tab:green", "tab:orange", "tab:purple", "tab:grey"]
     for i, row in enumerate(phases.itertuples(index=False)):
         start, end = row.start_us / 1e3, (row.start_us + row.duration_us) / 1e3

@@ -4,11 +4,12 @@
 steps, synchronizing the device before every clock read. :func:`measure_unsynchronized` skips the
 synchronization; it is kept to show why such numbers lie (on a GPU it times the kernel queue).
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
 
 from . import device as _device
 from ._validate import integer_at_least
@@ -28,12 +29,16 @@ class Measurement:
 
     def __post_init__(self) -> None:
         if len(self.repeat_times_s) != self.contract.repeats:
-            raise ValueError(f"repeat_times_s must hold contract.repeats={self.contract.repeats} values, "
-                             f"got {len(self.repeat_times_s)}")
+            raise ValueError(
+                f"repeat_times_s must hold contract.repeats={self.contract.repeats} values, "
+                f"got {len(self.repeat_times_s)}"
+            )
         for i, t in enumerate(self.repeat_times_s):
             if not t > 0:
-                raise ValueError(f"repeat_times_s[{i}] must be > 0 s, got {t!r}: the clock is coarser than the "
-                                 "timed block; raise measured_steps")
+                raise ValueError(
+                    f"repeat_times_s[{i}] must be > 0 s, got {t!r}: the clock is coarser than the "
+                    "timed block; raise measured_steps"
+                )
 
     @property
     def synchronized(self) -> bool:
@@ -63,7 +68,7 @@ class Measurement:
         est = self.units_per_s
         return est.ci95_low, est.ci95_high
 
-    def speedup_over(self, baseline: "Measurement", allow: Iterable[str] = ()) -> float:
+    def speedup_over(self, baseline: Measurement, allow: Iterable[str] = ()) -> float:
         """Throughput ratio candidate / baseline (geometric means); both must share a contract except ``allow``.
 
         The two were measured one after the other, so drift between them is not in any interval:
@@ -81,8 +86,9 @@ class Measurement:
         }
 
 
-def _timed_repeats(step: Callable[[], object], contract: BenchmarkContract, clock: Clock,
-                   sync: Callable[[], None], progress: bool) -> tuple[float, ...]:
+def _timed_repeats(
+    step: Callable[[], object], contract: BenchmarkContract, clock: Clock, sync: Callable[[], None], progress: bool
+) -> tuple[float, ...]:
     contract.check_environment()  # a contract frozen elsewhere does not describe this machine
     for _ in range(contract.warmup_steps):
         step()
@@ -90,6 +96,7 @@ def _timed_repeats(step: Callable[[], object], contract: BenchmarkContract, cloc
     repeats = range(contract.repeats)
     if progress:
         from tqdm.auto import tqdm
+
         repeats = tqdm(repeats, desc="repeats", unit="repeat")
     times = []
     for _ in repeats:
@@ -102,8 +109,14 @@ def _timed_repeats(step: Callable[[], object], contract: BenchmarkContract, cloc
     return tuple(times)
 
 
-def measure(step: Callable[[], object], contract: BenchmarkContract, *, clock: Clock = time.perf_counter,
-            synchronize: Callable[[], None] | None = None, progress: bool = False) -> Measurement:
+def measure(
+    step: Callable[[], object],
+    contract: BenchmarkContract,
+    *,
+    clock: Clock = time.perf_counter,
+    synchronize: Callable[[], None] | None = None,
+    progress: bool = False,
+) -> Measurement:
     """Time ``step`` under ``contract``: warm-up, then synchronized repeats.
 
     ``synchronize`` defaults to the contract device's (``torch.cuda.synchronize`` on CUDA, a no-op on
@@ -113,8 +126,14 @@ def measure(step: Callable[[], object], contract: BenchmarkContract, *, clock: C
     return Measurement(contract, _timed_repeats(step, contract, clock, sync, progress))
 
 
-def step_times_s(step: Callable[[], object], steps: int, *, device: str = "cpu",
-                 synchronize: Callable[[], None] | None = None, clock: Clock = time.perf_counter) -> tuple[float, ...]:
+def step_times_s(
+    step: Callable[[], object],
+    steps: int,
+    *,
+    device: str = "cpu",
+    synchronize: Callable[[], None] | None = None,
+    clock: Clock = time.perf_counter,
+) -> tuple[float, ...]:
     """Seconds of each of ``steps`` consecutive steps, synchronized, with no warm-up: shows why warm-up exists."""
     integer_at_least("steps", steps, 1)
     sync = synchronize if synchronize is not None else _device.synchronizer(device)
@@ -128,8 +147,9 @@ def step_times_s(step: Callable[[], object], steps: int, *, device: str = "cpu",
     return tuple(times)
 
 
-def measure_unsynchronized(step: Callable[[], object], contract: BenchmarkContract, *,
-                           clock: Clock = time.perf_counter, progress: bool = False) -> Measurement:
+def measure_unsynchronized(
+    step: Callable[[], object], contract: BenchmarkContract, *, clock: Clock = time.perf_counter, progress: bool = False
+) -> Measurement:
     """The naive timing: no synchronization before the clock reads. For teaching only.
 
     The result's contract records ``sync_method="none (unsynchronized)"``, so comparing it with a

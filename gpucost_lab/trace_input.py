@@ -10,6 +10,7 @@
 - **Event fields**: :func:`event_times` and :func:`event_integers` give an event's numbers, or the reason it is
   skipped (see :data:`SKIP_RULES`); ``load_trace`` counts the skipped events by reason in ``Trace.skipped``.
 """
+
 from __future__ import annotations
 
 import math
@@ -24,8 +25,10 @@ MAX_DEPTH = 64
 # under a million.
 MAX_EVENTS = 10_000_000
 
-SKIP_RULES = ("ts and dur must be finite numbers >= 0 (a complete 'X' event needs dur), ts + dur finite; "
-              "args stream, correlation, bytes, Bytes, Total Allocated and Device Type integers")
+SKIP_RULES = (
+    "ts and dur must be finite numbers >= 0 (a complete 'X' event needs dur), ts + dur finite; "
+    "args stream, correlation, bytes, Bytes, Total Allocated and Device Type integers"
+)
 
 _NOT_SYNTAX = bytes(b for b in range(256) if b not in b'"[]{}')  # all but what strings and nesting are made of
 _QUOTE, _BACKSLASH = ord('"'), ord("\\")
@@ -82,8 +85,10 @@ class DepthLimitedReader:
 
 
 def too_deep(path, max_depth: int = MAX_DEPTH) -> TraceRefused:
-    return TraceRefused(f"{path}: JSON nested more than {max_depth} levels deep; allowed: at most {max_depth} levels "
-                        f"of arrays and objects inside one another")
+    return TraceRefused(
+        f"{path}: JSON nested more than {max_depth} levels deep; allowed: at most {max_depth} levels "
+        f"of arrays and objects inside one another"
+    )
 
 
 def _unescaped_quotes(a: np.ndarray, escaped: bool) -> tuple[np.ndarray, bool]:
@@ -98,8 +103,9 @@ def _unescaped_quotes(a: np.ndarray, escaped: bool) -> tuple[np.ndarray, bool]:
     return quote, bool((len(a) - 1 - last_other[-1]) % 2)
 
 
-def structure(data: bytes, path, depth: int = 0, in_string: bool = False, escaped: bool = False,
-              max_depth: int = MAX_DEPTH) -> tuple[np.ndarray, np.ndarray, tuple[int, bool, bool]]:
+def structure(
+    data: bytes, path, depth: int = 0, in_string: bool = False, escaped: bool = False, max_depth: int = MAX_DEPTH
+) -> tuple[np.ndarray, np.ndarray, tuple[int, bool, bool]]:
     """Per byte of ``data``, read from the state ``depth, in_string, escaped``: the nesting depth after it and
     whether it lies inside a string (a string's quotes count as inside), and the state after ``data``. Raises
     :class:`TraceRefused` (naming ``path``) where the depth passes ``max_depth``. Numpy, every byte: for the few
@@ -135,8 +141,10 @@ def segment_depths(data: bytes) -> tuple[int, int, int, bool]:
 
 
 def too_many_events(path, limit: int) -> TraceRefused:
-    return TraceRefused(f"{path}: traceEvents must hold at most {limit:,} events (max_events), got at least "
-                        f"{limit + 1:,}; profile fewer steps or load the trace with a larger max_events")
+    return TraceRefused(
+        f"{path}: traceEvents must hold at most {limit:,} events (max_events), got at least "
+        f"{limit + 1:,}; profile fewer steps or load the trace with a larger max_events"
+    )
 
 
 _NUMBER = (int, float)  # ijson gives int or float; bool and str are not numbers here
@@ -197,14 +205,22 @@ def event_integers(kind: str, args: dict) -> tuple | str:
     """``(stream, correlation, bytes, total allocated, device type)`` of an event of ``kind`` (None where absent or
     not read for that kind), or why the event is skipped ("args.stream not an integer", ...)."""
     stream, correlation = args.get("stream"), args.get("correlation")
-    if (kind not in _SIZED and (stream is None or (stream.__class__ is int and -_INT64 < stream < _INT64))
-            and (correlation is None or (correlation.__class__ is int and -_INT64 < correlation < _INT64))):
+    if (
+        kind not in _SIZED
+        and (stream is None or (stream.__class__ is int and -_INT64 < stream < _INT64))
+        and (correlation is None or (correlation.__class__ is int and -_INT64 < correlation < _INT64))
+    ):
         return stream, correlation, None, None, None  # the common case, without a call per field
     try:
         stream, correlation = _integer(args, "stream"), _integer(args, "correlation")
         if kind == "memory":
-            return stream, correlation, _integer(args, "Bytes"), _integer(args, "Total Allocated"), _integer(
-                args, "Device Type")
+            return (
+                stream,
+                correlation,
+                _integer(args, "Bytes"),
+                _integer(args, "Total Allocated"),
+                _integer(args, "Device Type"),
+            )
         return stream, correlation, _integer(args, "bytes") if kind in _SIZED else None, None, None
     except _Skip as reason:
         return str(reason)

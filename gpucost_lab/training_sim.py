@@ -33,21 +33,32 @@ Every call's duration is its base duration times uniform(0.95, 1.05) (the simula
 ``random.Random`` per phase seeded with ``f"{seed}:{phase}"``: the k-th eval of a run lasts the same whatever the
 other phases did, so a loop with a lever applied is compared call for call with the loop without it.
 """
+
 from __future__ import annotations
 
 import bisect
 import math
 import random
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pandas as pd
 
 from ._validate import integer_at_least, one_of, positive
 from .cost import DEFAULT_PRICE_PER_HOUR_USD, SECONDS_PER_HOUR
-from .simulate import (CHECKPOINT_STATES, CPU_JITTER, MEMCPY_CALL_US, OP_OVERHEAD_US, PINNED_COPY_BYTES_PER_S,
-                       SCENARIOS, SYNC_CALL_US, SimConfig, phase_totals_us, simulate)
+from .simulate import (
+    CHECKPOINT_STATES,
+    CPU_JITTER,
+    MEMCPY_CALL_US,
+    OP_OVERHEAD_US,
+    PINNED_COPY_BYTES_PER_S,
+    SCENARIOS,
+    SYNC_CALL_US,
+    SimConfig,
+    phase_totals_us,
+    simulate,
+)
 
 PHASES = ("data", "forward_backward", "eval", "checkpoint", "logging")  # the canonical names, phases.LEVERS' keys
 TIME_SCALE = 1000.0  # loop seconds per simulated second: one simulated microsecond becomes one millisecond
@@ -74,25 +85,48 @@ class LoopScenario:
 
 LOOP_SCENARIOS: dict[str, LoopScenario] = {
     "healthy": LoopScenario(
-        "healthy", "healthy", steps=2000, eval_every=250, eval_batches=64, checkpoint_every=1000,
-        description="4 loader workers keep batches ready; the GPU step dominates; eval and checkpoint are rare"),
+        "healthy",
+        "healthy",
+        steps=2000,
+        eval_every=250,
+        eval_batches=64,
+        checkpoint_every=1000,
+        description="4 loader workers keep batches ready; the GPU step dominates; eval and checkpoint are rare",
+    ),
     "data_stall": LoopScenario(
-        "data_stall", "dataloader_stall", steps=2000, eval_every=250, eval_batches=64, checkpoint_every=1000,
-        description="num_workers=0: the main thread decodes every batch while the GPU waits"),
+        "data_stall",
+        "dataloader_stall",
+        steps=2000,
+        eval_every=250,
+        eval_batches=64,
+        checkpoint_every=1000,
+        description="num_workers=0: the main thread decodes every batch while the GPU waits",
+    ),
     "eval_checkpoint_heavy": LoopScenario(
-        "eval_checkpoint_heavy", "eval_checkpoint_heavy", steps=2000, eval_every=25, eval_batches=64,
+        "eval_checkpoint_heavy",
+        "eval_checkpoint_heavy",
+        steps=2000,
+        eval_every=25,
+        eval_batches=64,
         checkpoint_every=100,
-        description="eval every 25 steps on 64 held-out batches, a blocking checkpoint every 100 steps"),
+        description="eval every 25 steps on 64 held-out batches, a blocking checkpoint every 100 steps",
+    ),
 }
 
 LOOP_LEVERS: dict[str, tuple[str, str]] = {  # name -> (the phase it targets, what it does)
     "eval_less_often": ("eval", "evaluate every 4x as many steps"),
     "smaller_eval_set": ("eval", "evaluate on a quarter of the held-out batches: each eval 4x shorter"),
-    "async_checkpoint": ("checkpoint", "copy the state to pinned host memory, write it to disk in the background: "
-                                       "the loop blocks only for the copy (~8% of a blocking save)"),
+    "async_checkpoint": (
+        "checkpoint",
+        "copy the state to pinned host memory, write it to disk in the background: "
+        "the loop blocks only for the copy (~8% of a blocking save)",
+    ),
     "checkpoint_less_often": ("checkpoint", "checkpoint every 2x as many steps"),
-    "more_loader_workers": ("data", "4 data-loader workers decode ahead, as in the simulator's healthy scenario "
-                                    "(no change where the loader already keeps up)"),
+    "more_loader_workers": (
+        "data",
+        "4 data-loader workers decode ahead, as in the simulator's healthy scenario "
+        "(no change where the loader already keeps up)",
+    ),
 }
 
 
@@ -117,7 +151,7 @@ def _scaled(us: float) -> float:
     return us * 1e-6 * TIME_SCALE
 
 
-@lru_cache(maxsize=None)
+@cache
 def _totals(config: SimConfig) -> dict[str, float]:
     return phase_totals_us(config)
 
@@ -131,18 +165,17 @@ def _kernel_us(trace: dict, windows: list[tuple[float, float]] | None = None) ->
     total = 0.0
     for start, end in kernels:
         i = bisect.bisect_right(starts, start) - 1
-        for w_start, w_end in windows[max(i, 0):i + 2]:
+        for w_start, w_end in windows[max(i, 0) : i + 2]:
             total += max(0.0, min(end, w_end) - max(start, w_start))
     return total
 
 
 def _train_step_us(config: SimConfig) -> tuple[float, float, float]:
     """Steady-state (data, forward_backward, kernel) microseconds of one synchronized training step."""
-    return _train_step_us_of(replace(config, steps=1, item_sync=True, eval_every=0, eval_batches=1,
-                                     checkpoint_every=0))
+    return _train_step_us_of(replace(config, steps=1, item_sync=True, eval_every=0, eval_batches=1, checkpoint_every=0))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _train_step_us_of(base: SimConfig) -> tuple[float, float, float]:
     short, long = _totals(replace(base, steps=_SHORT_STEPS)), _totals(replace(base, steps=_LONG_STEPS))
     n = _LONG_STEPS - _SHORT_STEPS
@@ -157,26 +190,48 @@ def _eval_checkpoint_us(config: SimConfig) -> tuple[float, float, float, float]:
     pinned-copy share of a save) for ``config``'s model, on the simulator's eval_checkpoint_heavy schedule.
     Eval and checkpoint never touch the data loader, so its settings are taken from that scenario too."""
     sched = _EVAL_CHECKPOINT_SCHEDULE
-    return _eval_checkpoint_us_of(replace(config, **{k: getattr(sched, k) for k in (
-        "seed", "steps", "eval_every", "eval_batches", "checkpoint_every", "item_sync", "num_workers",
-        "pin_memory", "decode_us_per_sample")}))
+    return _eval_checkpoint_us_of(
+        replace(
+            config,
+            **{
+                k: getattr(sched, k)
+                for k in (
+                    "seed",
+                    "steps",
+                    "eval_every",
+                    "eval_batches",
+                    "checkpoint_every",
+                    "item_sync",
+                    "num_workers",
+                    "pin_memory",
+                    "decode_us_per_sample",
+                )
+            },
+        )
+    )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _eval_checkpoint_us_of(heavy: SimConfig) -> tuple[float, float, float, float]:
     totals = _totals(heavy)
     evals, checkpoints = heavy.steps // heavy.eval_every, heavy.steps // heavy.checkpoint_every
     checkpoint_us = totals["checkpoint"] / checkpoints
     trace = simulate(heavy)
-    eval_windows = sorted((e["ts"], e["ts"] + e["dur"]) for e in trace["traceEvents"]
-                          if e.get("cat") == "user_annotation" and e["name"] == "eval")
+    eval_windows = sorted(
+        (e["ts"], e["ts"] + e["dur"])
+        for e in trace["traceEvents"]
+        if e.get("cat") == "user_annotation" and e["name"] == "eval"
+    )
     state_bytes = heavy.layers * (heavy.hidden**2 + heavy.hidden) * 4 * len(CHECKPOINT_STATES)  # fp32 each
-    return (totals["eval"] / (evals * heavy.eval_batches), checkpoint_us,
-            _kernel_us(trace, eval_windows) / totals["eval"],
-            state_bytes / PINNED_COPY_BYTES_PER_S * 1e6 / checkpoint_us)
+    return (
+        totals["eval"] / (evals * heavy.eval_batches),
+        checkpoint_us,
+        _kernel_us(trace, eval_windows) / totals["eval"],
+        state_bytes / PINNED_COPY_BYTES_PER_S * 1e6 / checkpoint_us,
+    )
 
 
-@lru_cache(maxsize=None)
+@cache
 def phase_costs(sim_scenario: str) -> PhaseCosts:
     """Per-call phase durations of a loop built on the simulator scenario ``sim_scenario`` (see the module
     docstring for the derivation). Computed once (well under a second of simulation), then cached."""
@@ -214,13 +269,20 @@ class SimulatedTrainingLoop:
     """One scenario's training loop on a simulated clock; deterministic for (scenario, steps, seed, levers).
 
     ``scenario`` is a name in :data:`LOOP_SCENARIOS` or a :class:`LoopScenario` of its own (the lab's per-learner
-    schedules, :mod:`gpucost_lab.variants`). ``steps`` defaults to the scenario's. ``levers`` (names in :data:`LOOP_LEVERS`) are applied at construction;
+    schedules, :mod:`gpucost_lab.variants`). ``steps`` defaults to the scenario's. ``levers``
+    (names in :data:`LOOP_LEVERS`) are applied at construction;
     :meth:`with_lever` returns a new loop with one more. ``price_per_hour_usd`` (a stated assumption) prices
     :meth:`reference_balance`.
     """
 
-    def __init__(self, scenario: str | LoopScenario = "eval_checkpoint_heavy", steps: int | None = None,
-                 seed: int = 0, price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD, levers: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        scenario: str | LoopScenario = "eval_checkpoint_heavy",
+        steps: int | None = None,
+        seed: int = 0,
+        price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD,
+        levers: tuple[str, ...] = (),
+    ):
         if isinstance(scenario, LoopScenario):  # a schedule of its own (a lab's per-learner variant)
             base = scenario
             one_of("scenario.sim_scenario", base.sim_scenario, SCENARIOS)
@@ -242,18 +304,21 @@ class SimulatedTrainingLoop:
         if len(set(self.levers)) != len(self.levers):
             raise ValueError(f"levers must not repeat a lever, got {self.levers!r}")
         on = set(self.levers)
-        self.schedule = replace(base, steps=steps,
-                                eval_every=base.eval_every * (4 if "eval_less_often" in on else 1),
-                                eval_batches=max(1, base.eval_batches // (4 if "smaller_eval_set" in on else 1)),
-                                checkpoint_every=base.checkpoint_every * (2 if "checkpoint_less_often" in on else 1))
+        self.schedule = replace(
+            base,
+            steps=steps,
+            eval_every=base.eval_every * (4 if "eval_less_often" in on else 1),
+            eval_batches=max(1, base.eval_batches // (4 if "smaller_eval_set" in on else 1)),
+            checkpoint_every=base.checkpoint_every * (2 if "checkpoint_less_often" in on else 1),
+        )
         costs = phase_costs(base.sim_scenario)
         self.costs = costs
         self.per_call_s: dict[str, float] = {  # base duration of one call, levers applied, before jitter
             "data": min(costs.data_s, costs.data_with_workers_s) if "more_loader_workers" in on else costs.data_s,
             "forward_backward": costs.forward_backward_s,
             "eval": costs.eval_batch_s * self.schedule.eval_batches,
-            "checkpoint": costs.checkpoint_s * (costs.async_checkpoint_blocking_share if "async_checkpoint" in on
-                                                else 1.0),
+            "checkpoint": costs.checkpoint_s
+            * (costs.async_checkpoint_blocking_share if "async_checkpoint" in on else 1.0),
             "logging": costs.logging_s,
         }
         self._busy_share = {"forward_backward": costs.forward_backward_busy_share, "eval": costs.eval_busy_share}
@@ -263,8 +328,10 @@ class SimulatedTrainingLoop:
         self._busy: list[tuple[str, float, float]] = []
 
     def __repr__(self) -> str:
-        return (f"SimulatedTrainingLoop(scenario={self.scenario!r}, steps={self.steps}, seed={self.seed}, "
-                f"price_per_hour_usd={self.price_per_hour_usd:g}, levers={self.levers!r})")
+        return (
+            f"SimulatedTrainingLoop(scenario={self.scenario!r}, steps={self.steps}, seed={self.seed}, "
+            f"price_per_hour_usd={self.price_per_hour_usd:g}, levers={self.levers!r})"
+        )
 
     # -- the calls a training loop makes; each advances the clock -----------------------------------------------
     def _advance(self, phase: str) -> None:
@@ -318,7 +385,8 @@ class SimulatedTrainingLoop:
     def history(self) -> pd.DataFrame:
         """Every call so far: ``phase, start_s, end_s, duration_s``."""
         frame = pd.DataFrame(self._history, columns=["phase", "start_s", "end_s"]).astype(
-            {"start_s": float, "end_s": float})
+            {"start_s": float, "end_s": float}
+        )
         frame["duration_s"] = frame["end_s"] - frame["start_s"]
         return frame
 
@@ -327,7 +395,8 @@ class SimulatedTrainingLoop:
         """When the simulated GPU ran kernels so far (only inside forward_backward and eval):
         ``phase, start_s, end_s``."""
         return pd.DataFrame(self._busy, columns=["phase", "start_s", "end_s"]).astype(
-            {"start_s": float, "end_s": float})
+            {"start_s": float, "end_s": float}
+        )
 
     def utilization(self, bin_s: float) -> pd.DataFrame:
         """GPU utilization (share of the bin with a kernel running) in consecutive bins of ``bin_s`` seconds over
@@ -335,8 +404,10 @@ class SimulatedTrainingLoop:
         first in :data:`PHASES`): ``start_s, end_s, gpu_utilization, phase``."""
         bin_s = positive("bin_s", bin_s)
         if not self._history or self._now <= 0:
-            raise ValueError("the loop has not run yet: run it (run_instrumented(loop, timer), or your own loop) "
-                             "before asking for its utilization")
+            raise ValueError(
+                "the loop has not run yet: run it (run_instrumented(loop, timer), or your own loop) "
+                "before asking for its utilization"
+            )
         total = self._now
         n = max(1, math.ceil(total / bin_s))
         edges = np.minimum(np.arange(n + 1, dtype=float) * bin_s, total)
@@ -349,12 +420,17 @@ class SimulatedTrainingLoop:
 
         busy = covered(self._busy)
         per_phase = np.vstack([covered([r for r in self._history if r[0] == p]) for p in PHASES])
-        return pd.DataFrame({"start_s": lo, "end_s": hi,
-                             "gpu_utilization": np.clip(busy / (hi - lo), 0.0, 1.0),
-                             "phase": np.asarray(PHASES)[np.argmax(per_phase, axis=0)]})
+        return pd.DataFrame(
+            {
+                "start_s": lo,
+                "end_s": hi,
+                "gpu_utilization": np.clip(busy / (hi - lo), 0.0, 1.0),
+                "phase": np.asarray(PHASES)[np.argmax(per_phase, axis=0)],
+            }
+        )
 
     # -- ground truth --------------------------------------------------------------------------------------------
-    def _replica(self) -> "SimulatedTrainingLoop":
+    def _replica(self) -> SimulatedTrainingLoop:
         return SimulatedTrainingLoop(self._base, self.steps, self.seed, self.price_per_hour_usd, self.levers)
 
     def _run(self) -> None:
@@ -388,7 +464,7 @@ class SimulatedTrainingLoop:
         frame["cost_usd"] = frame["seconds"] * self.price_per_hour_usd / SECONDS_PER_HOUR
         return frame[_COLUMNS]
 
-    def with_lever(self, name: str) -> "SimulatedTrainingLoop":
+    def with_lever(self, name: str) -> SimulatedTrainingLoop:
         """A new, unrun loop with the same scenario, steps, seed and price, and lever ``name`` added."""
         one_of("lever", name, LOOP_LEVERS)
         if name in self.levers:
@@ -405,8 +481,10 @@ def run_instrumented(loop: SimulatedTrainingLoop, timer):
     if not isinstance(loop, SimulatedTrainingLoop):
         raise ValueError(f"loop must be a SimulatedTrainingLoop, got {type(loop).__name__}")
     if loop.clock() != 0.0 or loop.history.shape[0]:
-        raise ValueError(f"loop has already run to {loop.clock():g} s; build a new SimulatedTrainingLoop (or use "
-                         "loop.with_lever) to run it again")
+        raise ValueError(
+            f"loop has already run to {loop.clock():g} s; build a new SimulatedTrainingLoop (or use "
+            "loop.with_lever) to run it again"
+        )
     for step in range(1, loop.steps + 1):
         with timer.phase("data"):
             loop.load_batch()
@@ -423,5 +501,14 @@ def run_instrumented(loop: SimulatedTrainingLoop, timer):
     return timer
 
 
-__all__ = ["LOOP_LEVERS", "LOOP_SCENARIOS", "LoopScenario", "PHASES", "PhaseCosts", "SimulatedTrainingLoop",
-           "TIME_SCALE", "phase_costs", "run_instrumented"]
+__all__ = [
+    "LOOP_LEVERS",
+    "LOOP_SCENARIOS",
+    "LoopScenario",
+    "PHASES",
+    "PhaseCosts",
+    "SimulatedTrainingLoop",
+    "TIME_SCALE",
+    "phase_costs",
+    "run_instrumented",
+]

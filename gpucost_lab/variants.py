@@ -17,6 +17,7 @@ the numbers its text was written with. Each learner's numbers are drawn from a h
 kept only where every question has one clear answer that differs from the self-study answer by more than the
 checks' tolerance.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -40,8 +41,13 @@ _MIN_WINDOW_MARGIN_H = 0.1  # no lever's improved run ends within 6 minutes of t
 # parameters) training on a batch of 64 with SGD and momentum: weights, gradients and momentum, 4 bytes per
 # parameter each (63,072 bytes static), and 640 bytes of activations per sample (the fp32 input, 32 values, and
 # the hidden layer, 128 values, saved for backward). tests/test_variants.py measures them again.
-PLAN_MODEL_MEMORY = dict(parameter_bytes=21_024, gradient_bytes=21_024, optimizer_state_bytes=21_024,
-                         activation_bytes=64 * 640, batch_size=64)
+PLAN_MODEL_MEMORY = dict(
+    parameter_bytes=21_024,
+    gradient_bytes=21_024,
+    optimizer_state_bytes=21_024,
+    activation_bytes=64 * 640,
+    batch_size=64,
+)
 # Each learner's scaled device: whole kB, kept where the largest microbatch is 20 to 31 (so the smallest
 # accumulation is 3 or 4 microbatches, never the self-study lab's 2) and the budget is not within 16 bytes of a
 # microbatch's peak (one clear answer).
@@ -62,10 +68,16 @@ def current_learner() -> str | None:
 def _learner(learner: str | None) -> str | None:
     if learner is None:
         return None
-    if not isinstance(learner, str) or not learner.strip() or len(learner) > MAX_LEARNER_CHARS \
-            or not learner.isprintable():
-        raise ValueError(f"learner must be a printable id of 1 to {MAX_LEARNER_CHARS} characters, or None for the "
-                         f"self-study lab, got {learner!r}")
+    if (
+        not isinstance(learner, str)
+        or not learner.strip()
+        or len(learner) > MAX_LEARNER_CHARS
+        or not learner.isprintable()
+    ):
+        raise ValueError(
+            f"learner must be a printable id of 1 to {MAX_LEARNER_CHARS} characters, or None for the "
+            f"self-study lab, got {learner!r}"
+        )
     return learner.strip()
 
 
@@ -94,9 +106,11 @@ class LoopLab:
 
     def __str__(self) -> str:
         s = self.schedule
-        return (f"Your job ({_whose(self.learner)}): {s.steps} steps, eval every {s.eval_every} steps on "
-                f"{s.eval_batches} held-out batches, a checkpoint every {s.checkpoint_every} steps; "
-                f"${self.price_per_hour_usd:.2f} per accelerator-hour; a {self.window_hours:g}-hour window")
+        return (
+            f"Your job ({_whose(self.learner)}): {s.steps} steps, eval every {s.eval_every} steps on "
+            f"{s.eval_batches} held-out batches, a checkpoint every {s.checkpoint_every} steps; "
+            f"${self.price_per_hour_usd:.2f} per accelerator-hour; a {self.window_hours:g}-hour window"
+        )
 
 
 @dataclass(frozen=True)
@@ -118,18 +132,32 @@ class PlanLab:
         return self.device_kb / 1e6
 
     def __str__(self) -> str:
-        return (f"Your job ({_whose(self.learner)}): decode {self.stall_config.decode_us_per_sample:g} us per sample, "
-                f"training seed {self.train_seed}, a {self.device_kb} kB scaled device with "
-                f"{self.reserve_fraction:.0%} in reserve, "
-                f"${self.price_per_hour_usd:.2f} per accelerator-hour, {self.nightly_samples:,} samples a night "
-                f"in a {self.window_hours:g}-hour window")
+        return (
+            f"Your job ({_whose(self.learner)}): decode {self.stall_config.decode_us_per_sample:g} us per sample, "
+            f"training seed {self.train_seed}, a {self.device_kb} kB scaled device with "
+            f"{self.reserve_fraction:.0%} in reserve, "
+            f"${self.price_per_hour_usd:.2f} per accelerator-hour, {self.nightly_samples:,} samples a night "
+            f"in a {self.window_hours:g}-hour window"
+        )
 
 
-SELF_STUDY_LOOP = LoopLab(None, LOOP_SCENARIOS["eval_checkpoint_heavy"], seed=0,
-                          price_per_hour_usd=DEFAULT_PRICE_PER_HOUR_USD, window_hours=2.5)
-SELF_STUDY_PLAN = PlanLab(None, SCENARIOS["dataloader_stall"], train_seed=0, reserve_fraction=0.10,
-                          price_per_hour_usd=DEFAULT_PRICE_PER_HOUR_USD, nightly_samples=2_000_000_000,
-                          window_hours=8.0, device_kb=100)
+SELF_STUDY_LOOP = LoopLab(
+    None,
+    LOOP_SCENARIOS["eval_checkpoint_heavy"],
+    seed=0,
+    price_per_hour_usd=DEFAULT_PRICE_PER_HOUR_USD,
+    window_hours=2.5,
+)
+SELF_STUDY_PLAN = PlanLab(
+    None,
+    SCENARIOS["dataloader_stall"],
+    train_seed=0,
+    reserve_fraction=0.10,
+    price_per_hour_usd=DEFAULT_PRICE_PER_HOUR_USD,
+    nightly_samples=2_000_000_000,
+    window_hours=8.0,
+    device_kb=100,
+)
 
 
 def _loop_answers(lab: LoopLab) -> tuple[dict, float, dict]:
@@ -137,8 +165,11 @@ def _loop_answers(lab: LoopLab) -> tuple[dict, float, dict]:
     balance = lab.loop().reference_balance().set_index("phase")
     shares, wall_h = balance["share"].to_dict(), balance["seconds"].sum() / 3600
     largest = balance["seconds"].drop("forward_backward").idxmax()
-    after = {name: lab.loop().with_lever(name).run_uninstrumented() / 3600
-             for name, (phase, _) in LOOP_LEVERS.items() if phase == largest}
+    after = {
+        name: lab.loop().with_lever(name).run_uninstrumented() / 3600
+        for name, (phase, _) in LOOP_LEVERS.items()
+        if phase == largest
+    }
     return shares, wall_h, after
 
 
@@ -147,22 +178,32 @@ def _loop_lab(learner: str) -> LoopLab:
     study, _, _ = _loop_answers(SELF_STUDY_LOOP)
     base = SELF_STUDY_LOOP.schedule
     while True:  # the first admissible draw: deterministic for the id
-        schedule = dataclasses.replace(base, name=f"{base.name}:{learner}", eval_every=rng.choice((20, 25, 40, 50)),
-                                       eval_batches=rng.choice((32, 48, 64, 96, 128)),
-                                       checkpoint_every=rng.choice((50, 80, 100, 125, 200, 250)))
-        lab = LoopLab(learner, schedule, seed=rng.randrange(1, 2**31), price_per_hour_usd=rng.choice(PRICES_USD),
-                      window_hours=0.0)
+        schedule = dataclasses.replace(
+            base,
+            name=f"{base.name}:{learner}",
+            eval_every=rng.choice((20, 25, 40, 50)),
+            eval_batches=rng.choice((32, 48, 64, 96, 128)),
+            checkpoint_every=rng.choice((50, 80, 100, 125, 200, 250)),
+        )
+        lab = LoopLab(
+            learner, schedule, seed=rng.randrange(1, 2**31), price_per_hour_usd=rng.choice(PRICES_USD), window_hours=0.0
+        )
         shares, wall_h, after = _loop_answers(lab)
         small, big = sorted((shares["eval"], shares["checkpoint"]))
         largest = "eval" if shares["eval"] > shares["checkpoint"] else "checkpoint"
         if big < _MIN_PHASE_RATIO * small or big <= _MIN_PHASE_RATIO * max(shares["data"], shares["logging"]):
             continue
-        if abs(small + big - study["eval"] - study["checkpoint"]) < _MIN_SHARE_GAP \
-                or abs(shares[largest] - study[largest]) < _MIN_SHARE_GAP:
+        if (
+            abs(small + big - study["eval"] - study["checkpoint"]) < _MIN_SHARE_GAP
+            or abs(shares[largest] - study[largest]) < _MIN_SHARE_GAP
+        ):
             continue
         # quarter hours from 80% of the best improved run to the whole run, away from every improved run's end
-        windows = [w / 4 for w in range(int(min(after.values()) * 3.2), int(wall_h * 4) + 1)
-                   if all(abs(w / 4 - a) >= _MIN_WINDOW_MARGIN_H for a in after.values())]
+        windows = [
+            w / 4
+            for w in range(int(min(after.values()) * 3.2), int(wall_h * 4) + 1)
+            if all(abs(w / 4 - a) >= _MIN_WINDOW_MARGIN_H for a in after.values())
+        ]
         if windows:
             return dataclasses.replace(lab, window_hours=rng.choice(windows))
 
@@ -172,8 +213,9 @@ def plan_ledger(device_kb: int, reserve_fraction: float):
     lab builds it: one block (recomputation cannot free the one hidden tensor, which the second layer keeps)."""
     from .model_memory import ModelMemory
 
-    return ModelMemory(**PLAN_MODEL_MEMORY).ledger(device_gb=device_kb / 1e6, reserve_fraction=reserve_fraction,
-                                                   blocks=1)
+    return ModelMemory(**PLAN_MODEL_MEMORY).ledger(
+        device_gb=device_kb / 1e6, reserve_fraction=reserve_fraction, blocks=1
+    )
 
 
 def _plan_device_fits(device_kb: int, reserve_fraction: float) -> bool:
@@ -182,18 +224,29 @@ def _plan_device_fits(device_kb: int, reserve_fraction: float) -> bool:
     m = ledger.max_microbatch()
     low, high = _PLAN_MICROBATCH_RANGE
     edge_gb = _PLAN_EDGE_BYTES / 1e9
-    return low <= m <= high and ledger.peak_gb(m) <= ledger.budget_gb - edge_gb \
+    return (
+        low <= m <= high
+        and ledger.peak_gb(m) <= ledger.budget_gb - edge_gb
         and ledger.peak_gb(m + 1) >= ledger.budget_gb + edge_gb
+    )
 
 
 def _plan_lab(learner: str) -> PlanLab:
     rng = _rng("optimization_plan", learner)
-    stall = dataclasses.replace(SCENARIOS["dataloader_stall"], seed=rng.randrange(1, 2**31),
-                                decode_us_per_sample=float(rng.choice((55, 65, 95, 110, 125))))
-    lab = PlanLab(learner, stall, train_seed=rng.randrange(1, 20), reserve_fraction=rng.choice((0.05, 0.08, 0.15, 0.2)),
-                  price_per_hour_usd=rng.choice(PRICES_USD),
-                  nightly_samples=rng.choice((1_000_000_000, 1_500_000_000, 3_000_000_000, 4_000_000_000)),
-                  window_hours=float(rng.choice((4, 6, 10, 12))))
+    stall = dataclasses.replace(
+        SCENARIOS["dataloader_stall"],
+        seed=rng.randrange(1, 2**31),
+        decode_us_per_sample=float(rng.choice((55, 65, 95, 110, 125))),
+    )
+    lab = PlanLab(
+        learner,
+        stall,
+        train_seed=rng.randrange(1, 20),
+        reserve_fraction=rng.choice((0.05, 0.08, 0.15, 0.2)),
+        price_per_hour_usd=rng.choice(PRICES_USD),
+        nightly_samples=rng.choice((1_000_000_000, 1_500_000_000, 3_000_000_000, 4_000_000_000)),
+        window_hours=float(rng.choice((4, 6, 10, 12))),
+    )
     # drawn last, so the numbers drawn before it are what they were before the scaled device existed
     devices = [kb for kb in _PLAN_DEVICE_KB if _plan_device_fits(kb, lab.reserve_fraction)]
     return dataclasses.replace(lab, device_kb=rng.choice(devices))
@@ -210,5 +263,15 @@ def lab_variant(lab: str, learner: str | None = ...) -> LoopLab | PlanLab:
     return SELF_STUDY_PLAN if learner is None else _plan_lab(learner)
 
 
-__all__ = ["LABS", "LEARNER_ENV", "LoopLab", "PLAN_MODEL_MEMORY", "PlanLab", "SELF_STUDY_LOOP",
-           "SELF_STUDY_PLAN", "current_learner", "lab_variant", "plan_ledger"]
+__all__ = [
+    "LABS",
+    "LEARNER_ENV",
+    "LoopLab",
+    "PLAN_MODEL_MEMORY",
+    "PlanLab",
+    "SELF_STUDY_LOOP",
+    "SELF_STUDY_PLAN",
+    "current_learner",
+    "lab_variant",
+    "plan_ledger",
+]

@@ -15,6 +15,7 @@ Both train in a stated precision (:data:`PRECISIONS`): full fp32, bf16 autocast 
 fp16 autocast with a gradient scaler (CUDA only); chapter 06 checks the quality parity of the faster
 precision before its lower cost is released (:mod:`gpucost_lab.quality`).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -35,8 +36,10 @@ def check_precision(precision: str, device: str = "cpu") -> str:
     """Validate ``precision`` for ``device`` (already resolved); fp16 AMP needs CUDA."""
     one_of("precision", precision, PRECISIONS)
     if precision == "fp16-amp" and not str(device).startswith("cuda"):
-        raise ValueError(f"precision 'fp16-amp' needs CUDA (device='cuda'), got device={device!r}; "
-                         "on the CPU use 'fp32' or 'bf16-autocast'")
+        raise ValueError(
+            f"precision 'fp16-amp' needs CUDA (device='cuda'), got device={device!r}; "
+            "on the CPU use 'fp32' or 'bf16-autocast'"
+        )
     return precision
 
 
@@ -95,7 +98,12 @@ class ClassificationTask:
         n = self.train_samples + self.val_samples
         labels = torch.randint(0, self.classes, (n,), generator=g)
         x = centres[labels] + self.spread * torch.randn(n, self.features, generator=g)
-        return x[: self.train_samples], labels[: self.train_samples], x[self.train_samples:], labels[self.train_samples:]
+        return (
+            x[: self.train_samples],
+            labels[: self.train_samples],
+            x[self.train_samples :],
+            labels[self.train_samples :],
+        )
 
     @property
     def units_per_sample(self) -> int:
@@ -105,8 +113,9 @@ class ClassificationTask:
     def model(self, hidden: int = 128, seed: int | None = None) -> torch.nn.Module:
         """A two-layer MLP, initialised from ``seed`` (the task's seed when None)."""
         torch.manual_seed(_init_seed(self, seed))
-        return torch.nn.Sequential(torch.nn.Linear(self.features, hidden), torch.nn.ReLU(),
-                                   torch.nn.Linear(hidden, self.classes))
+        return torch.nn.Sequential(
+            torch.nn.Linear(self.features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, self.classes)
+        )
 
 
 class NextTokenGRU(torch.nn.Module):
@@ -223,7 +232,9 @@ class TrainResult:
     max_steps: int | None = None  # the step budget: a run that missed the target stopped there
     seed: int | None = None  # model initialisation and batch order (the data are the task's); None: not recorded
     hidden: int | None = None  # model width; None: not recorded
-    budget_steps: int | None = None  # a fixed-budget run trained exactly this many steps; None: it stopped at the target
+    budget_steps: int | None = (
+        None  # a fixed-budget run trained exactly this many steps; None: it stopped at the target
+    )
     accuracy_at_budget: float | None = None  # held-out metric after exactly budget_steps steps; None without a budget
 
     @property
@@ -252,11 +263,21 @@ class TrainResult:
 FINE_WITHIN = 0.03
 
 
-def train_to_target(task: ClassificationTask | SequenceTask, *, batch_size: int = 64, lr: float | None = None,
-                    target_accuracy: float | None = None, max_steps: int = 3000, eval_every: int = 10,
-                    hidden: int | None = None, precision: str = "fp32", device: str = "cpu",
-                    seed: int | None = None, fine_within: float = FINE_WITHIN,
-                    budget_steps: int | None = None) -> TrainResult:
+def train_to_target(
+    task: ClassificationTask | SequenceTask,
+    *,
+    batch_size: int = 64,
+    lr: float | None = None,
+    target_accuracy: float | None = None,
+    max_steps: int = 3000,
+    eval_every: int = 10,
+    hidden: int | None = None,
+    precision: str = "fp32",
+    device: str = "cpu",
+    seed: int | None = None,
+    fine_within: float = FINE_WITHIN,
+    budget_steps: int | None = None,
+) -> TrainResult:
     """Train ``task.model(hidden, seed)`` with SGD (momentum 0.9) until validation accuracy >= ``target_accuracy``.
 
     ``lr``, ``target_accuracy`` and ``hidden`` default to the task's (0.01, 0.85 and 128 for a
@@ -319,16 +340,31 @@ def train_to_target(task: ClassificationTask | SequenceTask, *, batch_size: int 
     def result() -> TrainResult:
         samples = None if reached_at is None else reached_at * batch_size
         tokens = samples * task.units_per_sample if samples is not None and task.counted_unit == "tokens" else None
-        return TrainResult(reached_at is not None, reached_at, samples, val, target_accuracy, batch_size, lr,
-                           tuple(history), precision=precision, device=device, metric=task.metric,
-                           counted_unit=task.counted_unit, tokens_to_target=tokens, max_steps=max_steps, seed=seed,
-                           hidden=hidden, budget_steps=budget_steps,
-                           accuracy_at_budget=val if budget_steps is not None else None)
+        return TrainResult(
+            reached_at is not None,
+            reached_at,
+            samples,
+            val,
+            target_accuracy,
+            batch_size,
+            lr,
+            tuple(history),
+            precision=precision,
+            device=device,
+            metric=task.metric,
+            counted_unit=task.counted_unit,
+            tokens_to_target=tokens,
+            max_steps=max_steps,
+            seed=seed,
+            hidden=hidden,
+            budget_steps=budget_steps,
+            accuracy_at_budget=val if budget_steps is not None else None,
+        )
 
     for step in range(1, max_steps + 1):
         if cursor + batch_size > len(x):
             order, cursor = torch.randperm(len(x), generator=g), 0
-        idx = order[cursor:cursor + batch_size].to(device)
+        idx = order[cursor : cursor + batch_size].to(device)
         cursor += batch_size
         with autocast(precision, device):
             loss = _loss(model(x[idx]), y[idx])
@@ -359,8 +395,15 @@ class TrainingStep:
     size in samples, or batch x sequence length in tokens for a :class:`SequenceTask`.
     """
 
-    def __init__(self, task: ClassificationTask | SequenceTask, batch_size: int, hidden: int | None = None,
-                 lr: float | None = None, precision: str = "fp32", device: str = "cpu"):
+    def __init__(
+        self,
+        task: ClassificationTask | SequenceTask,
+        batch_size: int,
+        hidden: int | None = None,
+        lr: float | None = None,
+        precision: str = "fp32",
+        device: str = "cpu",
+    ):
         integer_at_least("batch_size", batch_size, 1)
         self.device = _device.resolve_device(device)
         self.precision = check_precision(precision, self.device)
@@ -388,9 +431,18 @@ class TrainingStep:
             self.scaler.update()
 
 
-def train_with_phases(task: ClassificationTask, timer, *, steps: int = 60, batch_size: int = 64, lr: float = 0.01,
-                      eval_every: int = 20, checkpoint_every: int = 30, checkpoint_path=None,
-                      storage_latency_s: float = 0.0) -> float:
+def train_with_phases(
+    task: ClassificationTask,
+    timer,
+    *,
+    steps: int = 60,
+    batch_size: int = 64,
+    lr: float = 0.01,
+    eval_every: int = 20,
+    checkpoint_every: int = 30,
+    checkpoint_path=None,
+    storage_latency_s: float = 0.0,
+) -> float:
     """A real training loop with every phase inside ``timer.phase(name)`` (chapter 05).
 
     Phases: "data" (take the next batch; ``storage_latency_s`` stands in for a slow disk or network),
@@ -426,8 +478,9 @@ def train_with_phases(task: ClassificationTask, timer, *, steps: int = 60, batch
                 val_accuracy = accuracy(model, x_val, y_val)
         if checkpoint_path is not None and step % checkpoint_every == 0:
             with timer.phase("checkpoint"):
-                torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step},
-                           checkpoint_path)
+                torch.save(
+                    {"model": model.state_dict(), "optimizer": optimizer.state_dict(), "step": step}, checkpoint_path
+                )
         with timer.phase("logging"):
             loss.item()
     return val_accuracy

@@ -6,8 +6,9 @@ from hypothesis import HealthCheck, settings
 os.environ.setdefault("MPLBACKEND", "Agg")
 # Shared, noisy machines: no per-example deadline and no "too slow" health check (both time the machine, see
 # benchmarks/under_load.sh); in CI, a fixed example sequence.
-settings.register_profile("course", deadline=None, suppress_health_check=[HealthCheck.too_slow],
-                          derandomize=bool(os.environ.get("CI")))
+settings.register_profile(
+    "course", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=bool(os.environ.get("CI"))
+)
 settings.load_profile("course")
 
 
@@ -49,8 +50,16 @@ def contract():
     from gpucost_lab.contract import BenchmarkContract
 
     def make(**kw):
-        args = dict(inputs=[(256, 1024)], dtype="float32", device="cpu", warmup_steps=2, measured_steps=10,
-                    repeats=3, model_name="Linear(1024, 1024)", parameter_count=1024 * 1024 + 1024)
+        args = dict(
+            inputs=[(256, 1024)],
+            dtype="float32",
+            device="cpu",
+            warmup_steps=2,
+            measured_steps=10,
+            repeats=3,
+            model_name="Linear(1024, 1024)",
+            parameter_count=1024 * 1024 + 1024,
+        )
         args.update(kw)
         return BenchmarkContract.capture(**args)
 

@@ -1,4 +1,5 @@
 """The CPU stand-in for an asynchronous accelerator: launches return before the work is done."""
+
 import threading
 import time
 
@@ -72,6 +73,7 @@ def test_synchronized_timing_covers_the_work_on_the_real_clock(contract):
     # each step sleeps 5 ms on the device, and a sleep never returns early: a lower bound only, so a slow or busy
     # machine cannot fail it (how much faster unsynchronized timing looks is a benchmark: benchmarks/)
     with AsyncDevice() as dev:
+
         def step():
             dev.launch(lambda: time.sleep(0.005))
 

@@ -3,6 +3,7 @@ would overflow, output paths that cannot be written, and control characters in p
 
 Every expected value here is derived by hand from the fixture written in the test, not by the module's code.
 """
+
 from __future__ import annotations
 
 import io
@@ -16,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from gpucost_lab import cli, simulate, timeline as tl
+from gpucost_lab import cli, simulate
+from gpucost_lab import timeline as tl
 from gpucost_lab.trace_input import MAX_DEPTH, DepthLimitedReader
 
 FLOAT_MAX = sys.float_info.max
@@ -72,11 +74,18 @@ def test_analyze_of_deep_nesting_is_one_line_and_exit_2_in_bounded_memory(tmp_pa
     def bounded():
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
-    proc = subprocess.run([sys.executable, "-m", "gpucost_lab", "analyze", str(path)], capture_output=True, text=True,
-                          preexec_fn=bounded, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpucost_lab", "analyze", str(path)],
+        capture_output=True,
+        text=True,
+        preexec_fn=bounded,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr
-    assert proc.stderr == (f"gpucost-lab analyze: error: {path}: JSON nested more than 64 levels deep; allowed: at "
-                           f"most 64 levels of arrays and objects inside one another\n")
+    assert proc.stderr == (
+        f"gpucost-lab analyze: error: {path}: JSON nested more than 64 levels deep; allowed: at "
+        f"most 64 levels of arrays and objects inside one another\n"
+    )
 
 
 def nested_args(levels: int) -> dict:
@@ -135,8 +144,16 @@ BAD_EVENTS = [
     kernel("bigstream", 44, 5, args={"stream": 1e30}),  # args.stream not an integer
     {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": "x", "args": {"Total Allocated": 8}},
 ]
-EXPECTED_SKIPS = {"dur negative": 1, "dur missing": 2, "dur not a number": 2, "ts missing": 1, "ts negative": 1,
-                  "ts + dur not finite": 1, "args.stream not an integer": 1, "ts not a number": 1}
+EXPECTED_SKIPS = {
+    "dur negative": 1,
+    "dur missing": 2,
+    "dur not a number": 2,
+    "ts missing": 1,
+    "ts negative": 1,
+    "ts + dur not finite": 1,
+    "args.stream not an integer": 1,
+    "ts not a number": 1,
+}
 
 
 def test_unusable_events_are_skipped_and_counted(tmp_path):
@@ -162,9 +179,11 @@ def test_analyze_states_the_skipped_count_and_never_a_negative_busy_time(tmp_pat
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert lines[0] == f"{path}: cuda trace, span 25 µs, busy 15 µs (60.0%), idle 10 µs, 0 steps"
-    assert lines[1].startswith("skipped 10 events (args.stream not an integer: 1, dur missing: 2, dur negative: 1, "
-                               "dur not a number: 2, ts + dur not finite: 1, ts missing: 1, ts negative: 1, "
-                               "ts not a number: 1): ts and dur must be finite numbers >= 0")
+    assert lines[1].startswith(
+        "skipped 10 events (args.stream not an integer: 1, dur missing: 2, dur negative: 1, "
+        "dur not a number: 2, ts + dur not finite: 1, ts missing: 1, ts negative: 1, "
+        "ts not a number: 1): ts and dur must be finite numbers >= 0"
+    )
 
 
 def test_analyze_json_carries_the_skipped_counts(tmp_path, capsys):
@@ -185,9 +204,14 @@ def test_a_zero_span_prints_no_division(tmp_path, capsys):
 # ----------------------------------------------------------------------------------------------- control characters
 def test_control_characters_in_names_are_escaped_when_printed(tmp_path, capsys):
     name = "k\x1b[31mred\nline\u202e"
-    path = write_events(tmp_path / "t.json", [kernel(name, 0, 10), kernel("b", 20, 5),
-                                              {"ph": "X", "cat": "user_annotation", "name": "ph\tase", "pid": 1,
-                                               "tid": 1, "ts": 0, "dur": 3, "args": {}}])
+    path = write_events(
+        tmp_path / "t.json",
+        [
+            kernel(name, 0, 10),
+            kernel("b", 20, 5),
+            {"ph": "X", "cat": "user_annotation", "name": "ph\tase", "pid": 1, "tid": 1, "ts": 0, "dur": 3, "args": {}},
+        ],
+    )
     code, out, err = run_cli(capsys, "analyze", str(path))
     assert code == 0 and err == ""
     assert all(line.isprintable() for line in out.splitlines())
@@ -199,25 +223,55 @@ def test_control_characters_in_names_are_escaped_when_printed(tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------------------------- overflow
-@pytest.mark.parametrize("argv, message", [
-    (["ledger", "--microbatch", "32", "--device-gb", "1e308"],
-     f"--device-gb must be <= {(3.2 + 0.34 * 10**12) / 0.9:.6g} with --activation-gb-per-sample=0.34 "),
-    (["ledger", "--microbatch", "32", "--activation-gb-per-sample", "1e-300"],
-     f"(or --activation-gb-per-sample >= {(21.6 - 3.2 + 1e-9) / 10**12:.6g} at this --device-gb)"),
-    (["ledger", "--microbatch", "32", "--static-gb", "1.7e308", "--activation-gb-per-sample", "1e307"],
-     f"--activation-gb-per-sample must be <= {(FLOAT_MAX - 1.7e308) / 320:.6g} with --static-gb=1.7e+308"),
-    (["ledger", "--microbatch", str(10**20)], f"--microbatch must be an integer in [1, 1000000000000], got {10**20}"),
-    (["ledger", "--microbatch", "32", "--blocks", "10000000"],
-     "--blocks must be an integer in [1, 1000], got 10000000"),
-    (["predict", "--throughput-gain", "0.2", "--steps-change", "0.25", "--price-per-hour", "1e308",
-      "--baseline-hours", "10", "--json"],
-     f"--price-per-hour must be <= {FLOAT_MAX / (10 * 1.25 / 1.2):.6g} with --baseline-hours=10.0"),
-    (["predict", "--throughput-gain", "0.2", "--steps-change", "0.25", "--baseline-hours", "1e308", "--json"],
-     f"--baseline-hours must be <= {FLOAT_MAX / (1.25 / 1.2) / 2.1:.6g} with --price-per-hour=2.1"),
-    (["predict", "--throughput-gain", "-0.999", "--steps-change", "1e307", "--json"],
-     f"--steps-change must be <= {FLOAT_MAX * (1 - 0.999) - 1:.6g} with --throughput-gain=-0.999: beyond it the "
-     f"relative cost overflows, got 1e+307"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["ledger", "--microbatch", "32", "--device-gb", "1e308"],
+            f"--device-gb must be <= {(3.2 + 0.34 * 10**12) / 0.9:.6g} with --activation-gb-per-sample=0.34 ",
+        ),
+        (
+            ["ledger", "--microbatch", "32", "--activation-gb-per-sample", "1e-300"],
+            f"(or --activation-gb-per-sample >= {(21.6 - 3.2 + 1e-9) / 10**12:.6g} at this --device-gb)",
+        ),
+        (
+            ["ledger", "--microbatch", "32", "--static-gb", "1.7e308", "--activation-gb-per-sample", "1e307"],
+            f"--activation-gb-per-sample must be <= {(FLOAT_MAX - 1.7e308) / 320:.6g} with --static-gb=1.7e+308",
+        ),
+        (
+            ["ledger", "--microbatch", str(10**20)],
+            f"--microbatch must be an integer in [1, 1000000000000], got {10**20}",
+        ),
+        (
+            ["ledger", "--microbatch", "32", "--blocks", "10000000"],
+            "--blocks must be an integer in [1, 1000], got 10000000",
+        ),
+        (
+            [
+                "predict",
+                "--throughput-gain",
+                "0.2",
+                "--steps-change",
+                "0.25",
+                "--price-per-hour",
+                "1e308",
+                "--baseline-hours",
+                "10",
+                "--json",
+            ],
+            f"--price-per-hour must be <= {FLOAT_MAX / (10 * 1.25 / 1.2):.6g} with --baseline-hours=10.0",
+        ),
+        (
+            ["predict", "--throughput-gain", "0.2", "--steps-change", "0.25", "--baseline-hours", "1e308", "--json"],
+            f"--baseline-hours must be <= {FLOAT_MAX / (1.25 / 1.2) / 2.1:.6g} with --price-per-hour=2.1",
+        ),
+        (
+            ["predict", "--throughput-gain", "-0.999", "--steps-change", "1e307", "--json"],
+            f"--steps-change must be <= {FLOAT_MAX * (1 - 0.999) - 1:.6g} with --throughput-gain=-0.999: beyond it the "
+            f"relative cost overflows, got 1e+307",
+        ),
+    ],
+)
 def test_results_that_would_overflow_are_refused_naming_flag_value_and_limit(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv)
     assert_one_line_error(code, out, err, f"gpucost-lab {argv[0]}: error: ", message)
@@ -235,8 +289,10 @@ def test_output_paths_that_are_folders_or_in_no_folder_are_refused_before_any_wo
     cases = [
         (["plan", "--report", str(tmp_path)], f"--report must end with one of .md, .html, .htm, got '{tmp_path}'"),
         (["plan", "--report", str(folder_md)], f"--report must be a file path, not a folder, got '{folder_md}'"),
-        (["plan", "--registry", str(folder_json)],
-         f"--registry must be a file path, not a folder, got '{folder_json}'"),
+        (
+            ["plan", "--registry", str(folder_json)],
+            f"--registry must be a file path, not a folder, got '{folder_json}'",
+        ),
         (["plan", "--report", str(a_file / "r.md")], "--report must be in an existing folder"),
         (["simulate", "-o", str(folder_json)], f"--output must be a file path, not a folder, got '{folder_json}'"),
         (["simulate", "-o", str(tmp_path / "missing" / "t.json")], "--output must be in an existing folder"),
@@ -260,8 +316,9 @@ def test_an_unwritable_folder_is_refused(tmp_path, capsys):
     locked = tmp_path / "locked"
     locked.mkdir(mode=0o500)
     try:
-        assert_one_line_error(*run_cli(capsys, "simulate", "-o", str(locked / "t.json")),
-                              "--output must be in a folder you may write to")
+        assert_one_line_error(
+            *run_cli(capsys, "simulate", "-o", str(locked / "t.json")), "--output must be in a folder you may write to"
+        )
         assert os.listdir(locked) == []
     finally:
         locked.chmod(0o700)
@@ -281,6 +338,8 @@ def test_a_write_that_fails_midway_leaves_nothing_behind(tmp_path, capsys, monke
 
     monkeypatch.setattr(simulate.os, "replace", full_disk)
     target = tmp_path / "t.json"
-    assert_one_line_error(*run_cli(capsys, "simulate", "-o", str(target), "--steps", "2"),
-                          f"--output '{target}' could not be written (No space left on device)")
+    assert_one_line_error(
+        *run_cli(capsys, "simulate", "-o", str(target), "--steps", "2"),
+        f"--output '{target}' could not be written (No space left on device)",
+    )
     assert os.listdir(tmp_path) == []  # neither the trace nor its temporary file

@@ -2,6 +2,7 @@
 
 Made-up results only (no benchmark runs, nothing timed): what a row shows is checked against values written here.
 """
+
 import importlib.util
 import json
 import re
@@ -19,23 +20,58 @@ _spec.loader.exec_module(collect)
 ABSOLUTE = re.compile(r"(?<![\w.])/(?:tmp|work|home|root|usr|opt|var|Users|mnt)/")
 
 
-def saved(result: dict, *, start_load: float = 0.2, others: float | None = 0.05, cores: int = 2,
-          command: str = ".venv/bin/python benchmarks/x.py") -> dict:
-    return {"benchmark": result.get("benchmark"), "command": command, "started": "2026-12-02 08:15:42 UTC",
-            "load": {"load_average_1_5_15_start": [start_load, 0.3, 0.4], "others_busy_cores": others},
-            "machine": {"cpu_model": "Made-up CPU 9000", "cpu_cores": cores, "gpu": None},
-            "versions": {"python": "3.11.7", "torch": "2.13.0+cpu"}, "result": result}
+def saved(
+    result: dict,
+    *,
+    start_load: float = 0.2,
+    others: float | None = 0.05,
+    cores: int = 2,
+    command: str = ".venv/bin/python benchmarks/x.py",
+) -> dict:
+    return {
+        "benchmark": result.get("benchmark"),
+        "command": command,
+        "started": "2026-12-02 08:15:42 UTC",
+        "load": {"load_average_1_5_15_start": [start_load, 0.3, 0.4], "others_busy_cores": others},
+        "machine": {"cpu_model": "Made-up CPU 9000", "cpu_cores": cores, "gpu": None},
+        "versions": {"python": "3.11.7", "torch": "2.13.0+cpu"},
+        "result": result,
+    }
 
 
-ACCUMULATION = {"benchmark": "accumulation_timing", "worst_model_error": 0.077,
-                "overhead_fraction_by_batch": {"32": 0.161, "64": 0.132}, "verdict": "pass"}
-ASYNC = {"benchmark": "async_device_sync", "unsynchronized_over_synchronized_throughput": 6000.4,
-         "synchronized_at_least_the_work": True, "verdict": "pass"}
-LEDGER = {"benchmark": "ledger_accuracy", "verdict": "pass", "peak_results": [],
-          "results": [{"model": "mlp", "batch": 64, "ledger_over_measured": 1.0, "within_10pct": True,
-                       "four_x_over_measured_total": 0.976},
-                      {"model": "cnn", "batch": 64, "ledger_over_measured": 0.992, "within_10pct": True,
-                       "four_x_over_measured_total": 0.064}]}
+ACCUMULATION = {
+    "benchmark": "accumulation_timing",
+    "worst_model_error": 0.077,
+    "overhead_fraction_by_batch": {"32": 0.161, "64": 0.132},
+    "verdict": "pass",
+}
+ASYNC = {
+    "benchmark": "async_device_sync",
+    "unsynchronized_over_synchronized_throughput": 6000.4,
+    "synchronized_at_least_the_work": True,
+    "verdict": "pass",
+}
+LEDGER = {
+    "benchmark": "ledger_accuracy",
+    "verdict": "pass",
+    "peak_results": [],
+    "results": [
+        {
+            "model": "mlp",
+            "batch": 64,
+            "ledger_over_measured": 1.0,
+            "within_10pct": True,
+            "four_x_over_measured_total": 0.976,
+        },
+        {
+            "model": "cnn",
+            "batch": 64,
+            "ledger_over_measured": 0.992,
+            "within_10pct": True,
+            "four_x_over_measured_total": 0.064,
+        },
+    ],
+}
 
 
 def rows_of(results: dict) -> dict[str, list[list[str]]]:
@@ -57,12 +93,15 @@ def test_a_quiet_run_shows_its_figure_verdict_run_and_command():
     assert command == "`.venv/bin/python benchmarks/x.py`"
 
 
-@pytest.mark.parametrize("start_load, others, under", [
-    (1.0, 0.0, False),   # at the limit (0.5 x 2 cores): not above it
-    (1.01, 0.0, True),   # load average at the start above 1.0
-    (0.1, 1.2, True),    # other processes kept 1.2 cores busy during the run
-    (0.1, None, False),  # no CPU figure (no /proc/stat): the load average decides
-])
+@pytest.mark.parametrize(
+    "start_load, others, under",
+    [
+        (1.0, 0.0, False),  # at the limit (0.5 x 2 cores): not above it
+        (1.01, 0.0, True),  # load average at the start above 1.0
+        (0.1, 1.2, True),  # other processes kept 1.2 cores busy during the run
+        (0.1, None, False),  # no CPU figure (no /proc/stat): the load average decides
+    ],
+)
 def test_a_run_above_half_the_cores_is_not_a_headline_figure(start_load, others, under):
     row = rows_of({"accumulation_timing": saved(ACCUMULATION, start_load=start_load, others=others)})
     verdict = row["accumulation_timing"][0][3]
@@ -77,10 +116,16 @@ def test_the_rule_scales_with_the_cores():
 
 
 def test_benchmarks_about_load_and_allocation_counts_are_not_marked():
-    results = {"async_device_sync": saved(ASYNC, start_load=3.5, others=1.9),
-               "ledger_accuracy": saved(LEDGER, start_load=3.5, others=1.9)}
+    results = {
+        "async_device_sync": saved(ASYNC, start_load=3.5, others=1.9),
+        "ledger_accuracy": saved(LEDGER, start_load=3.5, others=1.9),
+    }
     rows = rows_of(results)
-    figure, verdict, load = rows["async_device_sync"][0][1], rows["async_device_sync"][0][3], rows["async_device_sync"][0][5]
+    figure, verdict, load = (
+        rows["async_device_sync"][0][1],
+        rows["async_device_sync"][0][3],
+        rows["async_device_sync"][0][5],
+    )
     assert figure == "6,000x" and verdict == "pass" and "on purpose" in load
     activations, four_x, peaks = rows["ledger_accuracy"]
     assert activations[1].startswith("1.000 / 0.992") and activations[3] == "pass"
@@ -88,23 +133,50 @@ def test_benchmarks_about_load_and_allocation_counts_are_not_marked():
     assert peaks[3] == "not run" and "--no-peaks" in peaks[1]  # no peak results in this run
 
 
-SYNTHETIC = {"trace": "synthetic_1002972_events", "rounds": 3, "profiler_steps": 10,
-             "ours": {"load_plus_breakdown_s": 2.0, "process_wall_s": 2.5, "peak_rss_mb": 289.4, "busy_us": 7,
-                      "idle_us": 3},
-             "hta_fastest": {"load_plus_breakdown_s": 30.0, "process_wall_s": 30.0, "peak_rss_mb": 1169},
-             "hta_default": {"load_plus_breakdown_s": 40.0, "process_wall_s": 45.0, "peak_rss_mb": 1509},
-             "vs_hta_fastest": {"busy_rel_diff": 0.0, "idle_rel_diff": 0.0, "speedup_load_plus_breakdown": 15.0,
-                                "speedup_process_wall": 12.0},
-             "vs_hta_default": {"busy_rel_diff": 0.0, "idle_rel_diff": 0.0, "speedup_load_plus_breakdown": 20.0,
-                                "speedup_process_wall": 18.0},
-             "targets_met": {"busy_idle_equal_to_hta": True, "at_least_10x_load_plus_breakdown": True,
-                             "at_least_10x_process_wall": True, "ours_under_400mb": True}}
-HTA = {"benchmark": "trace_vs_hta", "synthetic_events": 1002972, "verdict": "pass", "results": [
-    {"trace": "a100_cuda_event_sync.json.gz", "vs_hta_fastest": {"busy_rel_diff": -0.089, "idle_rel_diff": 0.024},
-     "busy_idle_within_1pct": False},
-    {"trace": "sampled_rank0_gpu.json.gz", "vs_hta_fastest": {"busy_rel_diff": 0.0, "idle_rel_diff": 0.0},
-     "busy_idle_within_1pct": True},
-    SYNTHETIC]}
+SYNTHETIC = {
+    "trace": "synthetic_1002972_events",
+    "rounds": 3,
+    "profiler_steps": 10,
+    "ours": {"load_plus_breakdown_s": 2.0, "process_wall_s": 2.5, "peak_rss_mb": 289.4, "busy_us": 7, "idle_us": 3},
+    "hta_fastest": {"load_plus_breakdown_s": 30.0, "process_wall_s": 30.0, "peak_rss_mb": 1169},
+    "hta_default": {"load_plus_breakdown_s": 40.0, "process_wall_s": 45.0, "peak_rss_mb": 1509},
+    "vs_hta_fastest": {
+        "busy_rel_diff": 0.0,
+        "idle_rel_diff": 0.0,
+        "speedup_load_plus_breakdown": 15.0,
+        "speedup_process_wall": 12.0,
+    },
+    "vs_hta_default": {
+        "busy_rel_diff": 0.0,
+        "idle_rel_diff": 0.0,
+        "speedup_load_plus_breakdown": 20.0,
+        "speedup_process_wall": 18.0,
+    },
+    "targets_met": {
+        "busy_idle_equal_to_hta": True,
+        "at_least_10x_load_plus_breakdown": True,
+        "at_least_10x_process_wall": True,
+        "ours_under_400mb": True,
+    },
+}
+HTA = {
+    "benchmark": "trace_vs_hta",
+    "synthetic_events": 1002972,
+    "verdict": "pass",
+    "results": [
+        {
+            "trace": "a100_cuda_event_sync.json.gz",
+            "vs_hta_fastest": {"busy_rel_diff": -0.089, "idle_rel_diff": 0.024},
+            "busy_idle_within_1pct": False,
+        },
+        {
+            "trace": "sampled_rank0_gpu.json.gz",
+            "vs_hta_fastest": {"busy_rel_diff": 0.0, "idle_rel_diff": 0.0},
+            "busy_idle_within_1pct": True,
+        },
+        SYNTHETIC,
+    ],
+}
 
 
 def test_the_trace_comparison_rows():
@@ -115,8 +187,11 @@ def test_the_trace_comparison_rows():
     assert rss[1].startswith("289 MB") and rss[3] == "pass"
     assert fixtures[1] == "a100_cuda_event_sync \u22128.9% / +2.4%; sampled_rank0_gpu 0 / 0"
     assert fixtures[3] == "reported: 1 of 2 within 1%"  # reported, not a pass or a short
-    slow = dict(SYNTHETIC, vs_hta_fastest=dict(SYNTHETIC["vs_hta_fastest"], speedup_process_wall=9.5),
-                targets_met=dict(SYNTHETIC["targets_met"], at_least_10x_process_wall=False))
+    slow = dict(
+        SYNTHETIC,
+        vs_hta_fastest=dict(SYNTHETIC["vs_hta_fastest"], speedup_process_wall=9.5),
+        targets_met=dict(SYNTHETIC["targets_met"], at_least_10x_process_wall=False),
+    )
     speed = rows_of({"trace_vs_hta": saved(dict(HTA, results=[slow]))})["trace_vs_hta"][1]
     assert "/ 9.5x" in speed[1] and speed[3] == "short"
 
@@ -128,7 +203,10 @@ def test_missing_and_unreadable_results_render_as_not_run():
     missing = rows["widget_latency"][0]
     assert missing[3] == "not run"
     assert missing[-1] == "`.venv/bin/python benchmarks/widget_latency.py`"  # the command to run it
-    assert rows["async_device_sync"][0][-1] == "`benchmarks/under_load.sh .venv/bin/python benchmarks/async_device_sync.py`"
+    assert (
+        rows["async_device_sync"][0][-1]
+        == "`benchmarks/under_load.sh .venv/bin/python benchmarks/async_device_sync.py`"
+    )
 
 
 def test_commands_name_no_folder_of_one_machine():
@@ -143,7 +221,9 @@ def test_commands_name_no_folder_of_one_machine():
 def test_the_table_replaces_only_its_section():
     doc = f"# Title\n\nprose\n\n{collect.BEGIN}\nold table\n{collect.END}\n\n## After\nmore prose\n"
     new = collect.replace_table(doc, collect.render_table({}))
-    assert new.startswith("# Title\n\nprose\n\n" + collect.BEGIN) and new.endswith(f"{collect.END}\n\n## After\nmore prose\n")
+    assert new.startswith("# Title\n\nprose\n\n" + collect.BEGIN) and new.endswith(
+        f"{collect.END}\n\n## After\nmore prose\n"
+    )
     assert "old table" not in new
     assert new.count("| not run |") == sum(len(b.rows) for b in collect.BENCHES)
     with pytest.raises(ValueError, match="table section"):

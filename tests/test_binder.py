@@ -11,6 +11,7 @@ This machine cannot reach PyTorch's own index, so the test drops binder/requirem
 resolves `torch==2.13.0` to the CPU wheel this machine provides locally (the same 2.13.0+cpu build the index
 serves). Slow by nature: about a minute to install, then each chapter in a kernel of its own.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -24,11 +25,11 @@ import subprocess
 import sys
 import textwrap
 import time
-import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
@@ -37,9 +38,22 @@ FIRST_CHAPTER_URL = "/lab/tree/chapters/00_start_here.ipynb"
 INDEX_OPTION = re.compile(r"^\s*--(extra-index-url|index-url|find-links)\b|^\s*-[if]\s")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # what a Binder checkout would not have: build outputs, caches, this machine's environment, learners' grading files
-NOT_IN_A_CHECKOUT = shutil.ignore_patterns(".git", ".venv", "artifacts", "build", "dist", "*.egg-info", "__pycache__",
-                                           ".pytest_cache", ".hypothesis", ".ipynb_checkpoints", "gradebook.db",
-                                           "submitted", "autograded", "feedback")
+NOT_IN_A_CHECKOUT = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "artifacts",
+    "build",
+    "dist",
+    "*.egg-info",
+    "__pycache__",
+    ".pytest_cache",
+    ".hypothesis",
+    ".ipynb_checkpoints",
+    "gradebook.db",
+    "submitted",
+    "autograded",
+    "feedback",
+)
 
 
 def _name(requirement: str) -> str:
@@ -54,8 +68,15 @@ def _requirements() -> list[str]:
 
 def _run(args, *, env=None, cwd=None, timeout=900) -> str:
     """Run a command; fail the test with the tail of its output when it fails."""
-    proc = subprocess.run([str(a) for a in args], env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [str(a) for a in args],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, f"{' '.join(map(str, args))} exited {proc.returncode}:\n{proc.stdout[-4000:]}"
     return proc.stdout
 
@@ -113,10 +134,15 @@ def _isolated_env(base: Path, venv: Path) -> dict:
     """The environment of a command run 'inside' the Binder image: its Python first on PATH, no user-level Jupyter
     or IPython settings or kernels from this machine. pip keeps its usual cache, shared across sessions."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MPLBACKEND", "VIRTUAL_ENV")}
-    env.update(PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}", VIRTUAL_ENV=str(venv),
-               JUPYTER_CONFIG_DIR=str(base / "jupyter-config"),
-               JUPYTER_DATA_DIR=str(base / "jupyter-data"), JUPYTER_RUNTIME_DIR=str(base / "jupyter-runtime"),
-               IPYTHONDIR=str(base / "ipython"), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    env.update(
+        PATH=f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        VIRTUAL_ENV=str(venv),
+        JUPYTER_CONFIG_DIR=str(base / "jupyter-config"),
+        JUPYTER_DATA_DIR=str(base / "jupyter-data"),
+        JUPYTER_RUNTIME_DIR=str(base / "jupyter-runtime"),
+        IPYTHONDIR=str(base / "ipython"),
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+    )
     return env
 
 
@@ -131,8 +157,9 @@ def binder(tmp_path_factory):
     python = venv / "bin" / "python"
     env = _isolated_env(base, venv)
 
-    kept = [line for line in (repo / "binder" / "requirements.txt").read_text().splitlines()
-            if not INDEX_OPTION.match(line)]
+    kept = [
+        line for line in (repo / "binder" / "requirements.txt").read_text().splitlines() if not INDEX_OPTION.match(line)
+    ]
     local_requirements = base / "requirements-without-index.txt"
     local_requirements.write_text("\n".join(kept) + "\n")
     started = time.monotonic()
@@ -140,18 +167,30 @@ def binder(tmp_path_factory):
     before = _freeze(python, env)
     post_build_output = _run([repo / "binder" / "postBuild"], env=env, cwd=base)  # it finds the root itself
     after = _freeze(python, env)
-    return SimpleNamespace(base=base, repo=repo, venv=venv, python=python, env=env, before=before, after=after,
-                           post_build_output=post_build_output, build_s=time.monotonic() - started)
+    return SimpleNamespace(
+        base=base,
+        repo=repo,
+        venv=venv,
+        python=python,
+        env=env,
+        before=before,
+        after=after,
+        post_build_output=post_build_output,
+        build_s=time.monotonic() - started,
+    )
 
 
 def test_postbuild_installs_the_course_package_alone_and_not_editable(binder):
     assert binder.after - binder.before == {"gpucost-lab"}, (
-        "everything but the package itself must come from binder/requirements.txt")
-    where = _run([binder.python, "-c", "import gpucost_lab; print(gpucost_lab.__file__)"], env=binder.env,
-                 cwd=binder.base).strip()
+        "everything but the package itself must come from binder/requirements.txt"
+    )
+    where = _run(
+        [binder.python, "-c", "import gpucost_lab; print(gpucost_lab.__file__)"], env=binder.env, cwd=binder.base
+    ).strip()
     assert Path(where).is_relative_to(binder.venv), f"gpucost_lab imported from {where}, not from the environment"
     assert not (binder.repo / "build").exists() and not list(binder.repo.glob("*.egg-info")), (
-        "postBuild leaves no build output in the learner's file browser")
+        "postBuild leaves no build output in the learner's file browser"
+    )
 
 
 def test_torch_is_the_courses_release_and_a_cpu_build(binder):
@@ -191,9 +230,21 @@ def _get(port: int, path: str) -> tuple[int, str, bytes]:
 def test_the_server_opens_on_the_first_chapter(binder, command):
     port, token = _free_port(), "gpucost-binder-test"
     proc = subprocess.Popen(
-        [binder.venv / "bin" / "jupyter", command, "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", f"--ServerApp.token={token}"],
-        cwd=binder.repo, env=binder.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            binder.venv / "bin" / "jupyter",
+            command,
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            f"--ServerApp.token={token}",
+        ],
+        cwd=binder.repo,
+        env=binder.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -218,7 +269,7 @@ def test_the_server_opens_on_the_first_chapter(binder, command):
 
 # Runs inside the Binder environment: nbclient and the kernel both come from it. The chapter runs in place, in the
 # checkout's chapters/ folder, as a learner's does; a last cell reports the kernel's environment.
-RUNNER = textwrap.dedent('''
+RUNNER = textwrap.dedent("""
     import json, sys
     import nbformat
     from nbclient import NotebookClient
@@ -240,13 +291,17 @@ RUNNER = textwrap.dedent('''
                       "error": f"{errors[0]['ename']}: {errors[0]['evalue']}" if errors else None})
     kernel_prefix = "".join(o.get("text", "") for o in probe.outputs if o.get("name") == "stdout").strip()
     print(json.dumps({"kernel_prefix": kernel_prefix, "cells": cells}))
-''')
+""")
 
 
 @pytest.mark.parametrize("chapter", [p.name for p in CHAPTERS])
 def test_every_chapter_runs_in_the_binder_environment(binder, chapter):
-    out = _run([binder.python, "-c", RUNNER, binder.repo / "chapters" / chapter], env=binder.env,
-               cwd=binder.repo / "chapters", timeout=1200)
+    out = _run(
+        [binder.python, "-c", RUNNER, binder.repo / "chapters" / chapter],
+        env=binder.env,
+        cwd=binder.repo / "chapters",
+        timeout=1200,
+    )
     result = json.loads(out.strip().splitlines()[-1])
     assert Path(result["kernel_prefix"]) == binder.venv, f"the kernel ran in {result['kernel_prefix']!r}"
     cells = result["cells"]
@@ -265,11 +320,19 @@ def test_the_cli_works_non_editable_from_any_directory(binder, tmp_path):
     ledger = json.loads(_run([cli, "ledger", "--microbatch", "32", "--json"], env=binder.env, cwd=elsewhere))
     assert ledger["max_microbatch"] == 54 and ledger["budget_gb"] == pytest.approx(21.6)
     trace = elsewhere / "t.json.gz"
-    _run([cli, "simulate", "--scenario", "dataloader_stall", "--steps", "3", "-o", trace], env=binder.env, cwd=elsewhere)
+    _run(
+        [cli, "simulate", "--scenario", "dataloader_stall", "--steps", "3", "-o", trace], env=binder.env, cwd=elsewhere
+    )
     assert json.loads(_run([cli, "analyze", trace, "--json"], env=binder.env, cwd=elsewhere))["steps"] == 3
     # grading needs the course's solutions/: found by walking up from the learner's folder inside the checkout
     lab = binder.repo / "labs" / "profile_training_loop"
-    proc = subprocess.run([str(cli), "grade", "profile_training_loop.ipynb", "--json"], env=binder.env, cwd=lab,
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [str(cli), "grade", "profile_training_loop.ipynb", "--json"],
+        env=binder.env,
+        cwd=lab,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 1, proc.stderr  # the unanswered release grades, and fails
     assert json.loads(proc.stdout)["max_score"] == 16

@@ -10,6 +10,7 @@ hardware itself, so a typo or a sparse figure copied by mistake fails here:
     (A100: 312 = 2 x 156; H100 SXM: 989.4 = 2 x 494.7; H100 PCIe: 756.5 ~ 2 x 378).
   - The A10's FP32 ridge point, worked by hand in the course: 31.2e12 FLOP/s / 600e9 B/s = 52 FLOP/byte.
 """
+
 from __future__ import annotations
 
 import json

@@ -5,14 +5,13 @@ committed (placeholders in the answer cells) and with wrong answers (each refere
 perturbed), the only cells that may fail are the graded checkpoint cells, and each of them must
 fail: a checkpoint that passes unanswered or wrong grades nothing.
 """
+
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError
-
 from chapter_answers import ANSWERS
+from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -23,13 +22,17 @@ def _nbgrader(cell) -> dict:
 
 
 def _execute(nb, workdir: Path) -> None:
-    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(workdir)}}).execute()
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(workdir)}}
+    ).execute()
 
 
 def _errors(nb) -> list[int]:
-    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
-            and any(o.get("output_type") == "error" for o in c.get("outputs", []))]
+    return [
+        i
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and any(o.get("output_type") == "error" for o in c.get("outputs", []))
+    ]
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
@@ -49,8 +52,10 @@ def test_chapter_runs_clean_with_reference_answers(path, tmp_path):
 def _wrong(reference: str) -> str:
     """The reference answer with its value spoiled: numbers scaled and shifted, anything else replaced."""
     name = reference.split("=", 1)[0].strip()
-    return (f"{reference}\n{name} = ({name} * 1.5 + 1) if isinstance({name}, (int, float)) "
-            f"and not isinstance({name}, bool) else 'not the answer'")
+    return (
+        f"{reference}\n{name} = ({name} * 1.5 + 1) if isinstance({name}, (int, float)) "
+        f"and not isinstance({name}, bool) else 'not the answer'"
+    )
 
 
 @pytest.mark.parametrize("mode", ["as committed", "wrong answers"])

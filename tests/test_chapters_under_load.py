@@ -6,6 +6,7 @@ equals the ratio of the costs in its table, no verdict contradicts its interval,
 either reaches the quiet machine's decisions (promote batch128-lr-scaled; bf16-autocast and tiny-model
 fall back) or says "inconclusive" and falls back: it never promotes what a quiet machine refuses.
 """
+
 from __future__ import annotations
 
 import re
@@ -15,14 +16,13 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
-
 from chapter_answers import ANSWERS
+from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CHECKS = {
-    "03_price_the_result.ipynb": '''
+    "03_price_the_result.ipynb": """
 for _est in [*cost_per_sample.values(), *(m.units_per_s for m in runs.values())]:
     assert 0 < _est.ci95_low <= _est.geomean <= _est.ci95_high, _est
 for _iv in [*to_target.values(), cost_ratio.interval, comparison.interval]:
@@ -32,8 +32,8 @@ _printed = relative_cost(gain, samples_change)  # section 4's "relative cost" (r
 assert abs(_printed - _table) <= 1e-9 * _table and abs(cost_ratio.ratio - _table) <= 1e-9 * _table, (_printed, _table)
 assert cost_ratio.verdict in ("inconclusive", "cheaper" if _table < 1 else "more expensive"), cost_ratio.reason
 print("under load:", comparison.reason, "|", cost_ratio.reason)
-''',
-    "06_release_the_result.ipynb": '''
+""",
+    "06_release_the_result.ipynb": """
 for _name, _p in plans.items():
     _low, _high = _p.decision.cost_ratio_ci95
     assert 0 < _low <= _p.decision.cost_ratio <= _high, (_name, _p.decision.cost_ratio_ci95)
@@ -43,7 +43,7 @@ for _name, _p in plans.items():
     assert _p.decision.action == _quiet[_name] or (_p.decision.action == "fallback"
                                                    and _p.cost.verdict == "inconclusive"), (_name, _p.decision.reasons)
 print("under load:", {_name: (_p.decision.action, _p.cost.verdict) for _name, _p in plans.items()})
-''',
+""",
 }
 
 
@@ -67,11 +67,21 @@ def test_chapter_verdicts_hold_with_two_busy_programs(name, tmp_path, two_busy_p
             cell.source = ANSWERS[name][grading["grade_id"]]
     nb.cells.append(nbformat.v4.new_code_cell(CHECKS[name]))
     # a generous per-cell limit: it guards against a hang, not against a slow machine
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    errors = [(i, o["ename"], o["evalue"]) for i, c in enumerate(nb.cells) if c.cell_type == "code"
-              for o in c.get("outputs", []) if o.get("output_type") == "error"]
+    NotebookClient(
+        nb, timeout=600, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
+    errors = [
+        (i, o["ename"], o["evalue"])
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+        if o.get("output_type") == "error"
+    ]
     assert errors == []
-    shown = "\n".join(o.get("text", "") or o.get("data", {}).get("text/plain", "")
-                      for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    shown = "\n".join(
+        o.get("text", "") or o.get("data", {}).get("text/plain", "")
+        for c in nb.cells
+        if c.cell_type == "code"
+        for o in c.get("outputs", [])
+    )
     assert not re.search(r"CI -|to -\d|_ci95_low +-", shown), "a negative interval bound is displayed"

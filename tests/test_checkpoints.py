@@ -1,4 +1,5 @@
 """Checkpoint helpers: a wrong or missing answer fails, a right one passes, the key is not in plain text."""
+
 import json
 from importlib import resources
 
@@ -12,9 +13,18 @@ def test_number_within_tolerance_passes(capsys):
     assert "✓ idle share" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("answer,message", [(None, "not answered"), (..., "not answered"), ("", "not answered"),
-                                            (0.45, "not it"), ("0.41", "number"), (True, "number"),
-                                            (float("nan"), "number")])
+@pytest.mark.parametrize(
+    "answer,message",
+    [
+        (None, "not answered"),
+        (..., "not answered"),
+        ("", "not answered"),
+        (0.45, "not it"),
+        ("0.41", "number"),
+        (True, "number"),
+        (float("nan"), "number"),
+    ],
+)
 def test_number_missing_or_wrong_fails(answer, message):
     with pytest.raises(AssertionError, match=message):
         check_number("idle share", answer, 0.41, abs_tol=0.01)
@@ -61,20 +71,32 @@ def test_check_equal_compares_with_a_computed_value(capsys):
 # 1.403e-09 to 4 significant digits is "1.403e-09", unit 1e-12, so [1.4025e-09, 1.4035e-09] passes;
 # 0.635087 to 2 decimal places is "0.64", unit 0.01, so [0.630087, 0.640087] passes;
 # 9.996 to 3 significant digits is "10.0" (rounding carries into a new digit), unit 0.1, so [9.946, 10.046] passes.
-@pytest.mark.parametrize("answer,expected,digits,passes", [
-    (7132, 7131.6, {"significant": 4}, True), (7131.6, 7131.6, {"significant": 4}, True),
-    (7130, 7131.6, {"significant": 4}, False), (7131, 7131.6, {"significant": 4}, False),
-    (1.403e-9, 1.403e-09, {"significant": 4}, True), (1.404e-9, 1.403e-09, {"significant": 4}, False),
-    (1.4e-9, 1.403e-09, {"significant": 4}, False),
-    (7132, 7131.6, {"decimals": 0}, True), (7131, 7131.6, {"decimals": 0}, False),
-    (0.64, 0.635087, {"decimals": 2}, True), (0.635, 0.635087, {"decimals": 2}, True),
-    (0.63, 0.635087, {"decimals": 2}, False), (63.5, 0.635087, {"decimals": 2}, False),
-    (0.6, 0.635087, {"decimals": 2}, False),
-    (10.0, 9.996, {"significant": 3}, True), (10.04, 9.996, {"significant": 3}, True),
-    (10.1, 9.996, {"significant": 3}, False),
-    (5.25, 5.246293, {"significant": 3}, True), (5.246293e-6, 5.246293, {"significant": 3}, False),
-    (6.03, 6.028, {"decimals": 2}, True), (603, 6.028, {"decimals": 2}, False),
-])
+@pytest.mark.parametrize(
+    "answer,expected,digits,passes",
+    [
+        (7132, 7131.6, {"significant": 4}, True),
+        (7131.6, 7131.6, {"significant": 4}, True),
+        (7130, 7131.6, {"significant": 4}, False),
+        (7131, 7131.6, {"significant": 4}, False),
+        (1.403e-9, 1.403e-09, {"significant": 4}, True),
+        (1.404e-9, 1.403e-09, {"significant": 4}, False),
+        (1.4e-9, 1.403e-09, {"significant": 4}, False),
+        (7132, 7131.6, {"decimals": 0}, True),
+        (7131, 7131.6, {"decimals": 0}, False),
+        (0.64, 0.635087, {"decimals": 2}, True),
+        (0.635, 0.635087, {"decimals": 2}, True),
+        (0.63, 0.635087, {"decimals": 2}, False),
+        (63.5, 0.635087, {"decimals": 2}, False),
+        (0.6, 0.635087, {"decimals": 2}, False),
+        (10.0, 9.996, {"significant": 3}, True),
+        (10.04, 9.996, {"significant": 3}, True),
+        (10.1, 9.996, {"significant": 3}, False),
+        (5.25, 5.246293, {"significant": 3}, True),
+        (5.246293e-6, 5.246293, {"significant": 3}, False),
+        (6.03, 6.028, {"decimals": 2}, True),
+        (603, 6.028, {"decimals": 2}, False),
+    ],
+)
 def test_displayed_digits(answer, expected, digits, passes):
     if passes:
         check_number("q", answer, expected, **digits)
@@ -108,13 +130,21 @@ def test_the_message_names_the_digits_and_where_to_recompute():
     assert "table" not in str(failure.value)  # without where, it does not claim there is a table
 
 
-@pytest.mark.parametrize("kwargs,field", [
-    ({"significant": 0}, "significant"), ({"significant": 2.0}, "significant"), ({"significant": True}, "significant"),
-    ({"decimals": -1}, "decimals"), ({"decimals": "2"}, "decimals"),
-    ({"significant": 3, "decimals": 2}, "significant or decimals"),
-    ({"rel_tol": -0.1}, "rel_tol"), ({"abs_tol": float("nan")}, "abs_tol"),
-    ({"where": ""}, "where"), ({"where": 3}, "where"),
-])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"significant": 0}, "significant"),
+        ({"significant": 2.0}, "significant"),
+        ({"significant": True}, "significant"),
+        ({"decimals": -1}, "decimals"),
+        ({"decimals": "2"}, "decimals"),
+        ({"significant": 3, "decimals": 2}, "significant or decimals"),
+        ({"rel_tol": -0.1}, "rel_tol"),
+        ({"abs_tol": float("nan")}, "abs_tol"),
+        ({"where": ""}, "where"),
+        ({"where": 3}, "where"),
+    ],
+)
 def test_bad_arguments_raise_value_error_naming_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         check_number("q", 1.0, 1.0, **kwargs)

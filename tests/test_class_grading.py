@@ -4,6 +4,7 @@ Points (the lab's own headings, as in tests/test_lab.py): 3 + 2 + 3 + 1 + 2 + 2 
 Every reference answer: 16 / 16, passed. The release as handed out: 0 / 16, not passed. Malformed JSON: an
 error row, not a crash, and the other students are still graded.
 """
+
 from pathlib import Path
 
 import nbformat
@@ -27,7 +28,9 @@ def _answered_release():
     release = nbformat.read(RELEASE, as_version=4)
     for cell in release.cells:
         if _meta(cell).get("solution"):
-            cell.source = "\n".join(l for l in source[_meta(cell)["grade_id"]].source.splitlines() if "### " not in l)
+            cell.source = "\n".join(
+                ln for ln in source[_meta(cell)["grade_id"]].source.splitlines() if "### " not in ln
+            )
     return release
 
 

@@ -5,12 +5,13 @@ of issue 15). Here a single worker grades hostile submissions first and honest o
 learner must score exactly what their own answers earn on the fixture lab (tests/fixtures/grading/solutions/
 mini_lab: 3 + 2 + 2 + 2 + 1 = 10 points, worked out by hand below), whatever the ones before did.
 """
+
 import pytest
+from test_grading_attacks import ATTACKS, POINTS, RIGHT, SOURCE_ROOT, WRONG, notebook
+from test_grading_workflow_attacks import KERNEL_BREAKER, TIMEOUT_S, gradebook_writer
 
 from gpucost_lab.class_grading import grade_class
 from gpucost_lab.grading.sandbox import unavailable_reason
-from test_grading_attacks import ATTACKS, POINTS, RIGHT, SOURCE_ROOT, WRONG, notebook
-from test_grading_workflow_attacks import KERNEL_BREAKER, TIMEOUT_S, gradebook_writer
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox: {unavailable_reason()}")
 

@@ -1,4 +1,5 @@
 """The command line: JSON keys and values from the course text, and one-line errors with exit 2."""
+
 import json
 import math
 import subprocess
@@ -48,33 +49,61 @@ def test_predict_course_question(capsys):
     out = run_json(capsys, "predict", "--throughput-gain", "0.20", "--steps-change", "0.25")
     assert out["relative_cost"] == pytest.approx(1.25 / 1.20)
     assert out["verdict"] == "more expensive"
-    priced = run_json(capsys, "predict", "--throughput-gain", "0.20", "--steps-change", "0.25",
-                      "--price-per-hour", "2.10", "--baseline-hours", "8", "--window-hours", "8")
+    priced = run_json(
+        capsys,
+        "predict",
+        "--throughput-gain",
+        "0.20",
+        "--steps-change",
+        "0.25",
+        "--price-per-hour",
+        "2.10",
+        "--baseline-hours",
+        "8",
+        "--window-hours",
+        "8",
+    )
     assert priced["baseline_cost_usd"] == pytest.approx(16.80)
     assert priced["candidate_cost_usd"] == pytest.approx(17.50)
     assert priced["candidate_fits_window"] is False
 
 
-@pytest.mark.parametrize("argv,flag", [
-    (["ledger", "--microbatch", "0"], "--microbatch"),
-    (["ledger", "--microbatch", "8", "--reserve", "1"], "--reserve"),
-    (["ledger", "--microbatch", "8", "--device-gb", "-24"], "--device-gb"),
-    (["ledger", "--microbatch", "8", "--static-gb", "nan"], "--static-gb"),
-    (["ledger", "--microbatch", "eight"], "--microbatch"),
-    (["predict", "--throughput-gain", "inf", "--steps-change", "0.1"], "--throughput-gain"),
-    (["predict", "--throughput-gain", "0.2", "--steps-change", "0.1", "--price-per-hour", "0"], "--price-per-hour"),
-    (["predict", "--throughput-gain", "0.2", "--steps-change", "-1"], "--steps-change"),
-    (["profile-to-cost", "--device", "tpu"], "--device"),
-    (["profile-to-cost", "--price-per-hour", "-2"], "--price-per-hour"),
-    (["profile-to-cost", "--repeats", "1"], "--repeats"),
-    (["ledger"], "--microbatch"),
-    (["ledger", "--microbatch", "8", "--device-gb", "1e308"], "--device-gb"),  # the largest microbatch overflows
-    (["ledger", "--microbatch", "8", "--blocks", "10000000"], "--blocks"),  # at most 1,000 rows
-    (["predict", "--throughput-gain", "0.2", "--steps-change", "0.1", "--price-per-hour", "1e308",
-      "--baseline-hours", "10", "--json"], "--price-per-hour"),  # the cost overflows
-    (["simulate", "-o", "."], "--output"),  # a folder
-    (["plan", "--report", "."], "--report"),  # a folder, refused before the plan runs
-])
+@pytest.mark.parametrize(
+    "argv,flag",
+    [
+        (["ledger", "--microbatch", "0"], "--microbatch"),
+        (["ledger", "--microbatch", "8", "--reserve", "1"], "--reserve"),
+        (["ledger", "--microbatch", "8", "--device-gb", "-24"], "--device-gb"),
+        (["ledger", "--microbatch", "8", "--static-gb", "nan"], "--static-gb"),
+        (["ledger", "--microbatch", "eight"], "--microbatch"),
+        (["predict", "--throughput-gain", "inf", "--steps-change", "0.1"], "--throughput-gain"),
+        (["predict", "--throughput-gain", "0.2", "--steps-change", "0.1", "--price-per-hour", "0"], "--price-per-hour"),
+        (["predict", "--throughput-gain", "0.2", "--steps-change", "-1"], "--steps-change"),
+        (["profile-to-cost", "--device", "tpu"], "--device"),
+        (["profile-to-cost", "--price-per-hour", "-2"], "--price-per-hour"),
+        (["profile-to-cost", "--repeats", "1"], "--repeats"),
+        (["ledger"], "--microbatch"),
+        (["ledger", "--microbatch", "8", "--device-gb", "1e308"], "--device-gb"),  # the largest microbatch overflows
+        (["ledger", "--microbatch", "8", "--blocks", "10000000"], "--blocks"),  # at most 1,000 rows
+        (
+            [
+                "predict",
+                "--throughput-gain",
+                "0.2",
+                "--steps-change",
+                "0.1",
+                "--price-per-hour",
+                "1e308",
+                "--baseline-hours",
+                "10",
+                "--json",
+            ],
+            "--price-per-hour",
+        ),  # the cost overflows
+        (["simulate", "-o", "."], "--output"),  # a folder
+        (["plan", "--report", "."], "--report"),  # a folder, refused before the plan runs
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(capsys, argv, flag):
     try:
         code = main(argv)
@@ -89,15 +118,20 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, flag):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only refusal")
 def test_cuda_on_a_cpu_only_machine_is_refused_cleanly():
-    proc = subprocess.run([str(SCRIPT), "profile-to-cost", "--device", "cuda", "--json"], capture_output=True,
-                          text=True)
+    proc = subprocess.run(
+        [str(SCRIPT), "profile-to-cost", "--device", "cuda", "--json"], capture_output=True, text=True
+    )
     assert proc.returncode == 2 and proc.stdout == ""
     assert "CUDA is not available" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_console_script_profile_to_cost_json():
-    proc = subprocess.run([str(SCRIPT), "profile-to-cost", "--device", "cpu", "--repeats", "3", "--json"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(SCRIPT), "profile-to-cost", "--device", "cpu", "--repeats", "3", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     c = out["contract"]
@@ -125,6 +159,19 @@ def test_console_script_profile_to_cost_json():
 
 
 def test_python_dash_m_runs_the_cli():
-    proc = subprocess.run([sys.executable, "-m", "gpucost_lab", "predict", "--throughput-gain", "0.25",
-                           "--steps-change", "0.2", "--json"], capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpucost_lab",
+            "predict",
+            "--throughput-gain",
+            "0.25",
+            "--steps-change",
+            "0.2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert json.loads(proc.stdout)["verdict"] == "cheaper"

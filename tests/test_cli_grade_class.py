@@ -6,6 +6,7 @@ every answer 16/16 passed; section 3's answer left as released 16 - 3 = 13, pass
 handed out 0/16, not passed; malformed JSON is not graded (an error row), and the command then exits 1.
 No test here depends on how fast the machine is.
 """
+
 import json
 import subprocess
 import sys
@@ -34,6 +35,7 @@ def answered(student: str, kind: str = "full"):
 
 
 # ------------------------------------------------------------------------------------------- bad input
+
 
 def _bad_inputs(tmp_path: Path) -> list:
     (tmp_path / "empty").mkdir()
@@ -71,8 +73,12 @@ def test_bad_input_is_one_line_naming_the_field_and_exit_2(tmp_path, capsys):
 
 
 def test_the_installed_command_gives_one_line_and_exit_2(tmp_path):
-    proc = subprocess.run([str(SCRIPT), "grade-class", str(tmp_path / "missing"), "--workers", "2"],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(SCRIPT), "grade-class", str(tmp_path / "missing"), "--workers", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "SUBMITTED_DIR" in proc.stderr and "does not exist" in proc.stderr
@@ -99,8 +105,12 @@ def graded(tmp_path_factory):
     (class_dir / "carol.ipynb").write_text(MALFORMED, encoding="utf-8")
     nbformat.write(answered("dave", "no_dominant"), class_dir / "dave.ipynb")
     feedback = tmp_path_factory.mktemp("feedback") / "pages"  # made by the command
-    proc = subprocess.run([str(SCRIPT), "grade-class", str(class_dir), "--workers", "2", "--json",
-                           "--feedback", str(feedback)], capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [str(SCRIPT), "grade-class", str(class_dir), "--workers", "2", "--json", "--feedback", str(feedback)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     return proc, feedback
 
 
@@ -126,7 +136,12 @@ def test_the_summary_counts_the_rows(graded):
     out = json.loads(graded[0].stdout)
     summary = out["summary"]
     assert {k: summary[k] for k in ("submissions", "graded", "passed", "not_passed", "errors")} == {
-        "submissions": 4, "graded": 3, "passed": 2, "not_passed": 1, "errors": 1}
+        "submissions": 4,
+        "graded": 3,
+        "passed": 2,
+        "not_passed": 1,
+        "errors": 1,
+    }
     assert summary["pass_mark_percent"] == 80 and summary["workers"] == 2
     assert summary["mean_percent"] == round((100 + 0 + 81.25) / 3, 2)
 
@@ -134,8 +149,9 @@ def test_the_summary_counts_the_rows(graded):
 @pytestmark_sandbox
 def test_feedback_pages_are_written_when_asked(graded):
     _, feedback = graded
-    assert sorted(p.name for p in feedback.iterdir()) == [f"{s}_{n}_feedback.html" for s, n in (
-        ("alice", LAB), ("bob", "bob"), ("dave", "dave"))]
+    assert sorted(p.name for p in feedback.iterdir()) == [
+        f"{s}_{n}_feedback.html" for s, n in (("alice", LAB), ("bob", "bob"), ("dave", "dave"))
+    ]
     assert "Score: 16.0 / 16.0" in (feedback / f"alice_{LAB}_feedback.html").read_text()
 
 

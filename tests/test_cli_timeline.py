@@ -1,7 +1,7 @@
 """`gpucost-lab analyze` and `gpucost-lab simulate` from the command line."""
+
 import gzip
 import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -11,8 +11,19 @@ from gpucost_lab.profiling import profile_window
 from gpucost_lab.timeline import example_trace
 
 FIXTURES = example_trace("a100_alexnet_train").parent
-ANALYZE_KEYS = {"device", "span_ms", "busy_ms", "idle_ms", "gaps", "sync_points", "memcpy", "top_ops",
-                "peak_memory_bytes", "phases", "steps"}
+ANALYZE_KEYS = {
+    "device",
+    "span_ms",
+    "busy_ms",
+    "idle_ms",
+    "gaps",
+    "sync_points",
+    "memcpy",
+    "top_ops",
+    "peak_memory_bytes",
+    "phases",
+    "steps",
+}
 
 
 def run(capsys, *argv):
@@ -65,8 +76,9 @@ def test_analyze_fresh_cpu_trace_counts_item_calls_as_sync_points(capsys, tmp_pa
 def test_simulate_is_deterministic_and_knobs_override_the_scenario(capsys, tmp_path):
     a, b = tmp_path / "a.json.gz", tmp_path / "b.json.gz"
     for path in (a, b):
-        code, out, err = run(capsys, "simulate", "--scenario", "dataloader_stall", "--steps", "5", "-o", str(path),
-                             "--json")
+        code, out, err = run(
+            capsys, "simulate", "--scenario", "dataloader_stall", "--steps", "5", "-o", str(path), "--json"
+        )
         assert code == 0, err
     assert a.read_bytes() == b.read_bytes()
     written = json.loads(out)
@@ -90,13 +102,16 @@ def _truncated(tmp_path):
     return p
 
 
-@pytest.mark.parametrize("make", [
-    lambda d: d,  # a directory
-    lambda d: d / "missing.json",
-    _truncated,
-    lambda d: (d / "empty.json").write_text('{"traceEvents": []}') and d / "empty.json",
-    lambda d: (d / "bad.json").write_text('{"traceEvents": [{"ph": "X",') and d / "bad.json",
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda d: d,  # a directory
+        lambda d: d / "missing.json",
+        _truncated,
+        lambda d: (d / "empty.json").write_text('{"traceEvents": []}') and d / "empty.json",
+        lambda d: (d / "bad.json").write_text('{"traceEvents": [{"ph": "X",') and d / "bad.json",
+    ],
+)
 def test_bad_trace_is_one_line_naming_the_file(capsys, tmp_path, make):
     path = make(tmp_path)
     code, out, err = run(capsys, "analyze", str(path), "--json")

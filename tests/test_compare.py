@@ -3,6 +3,7 @@
 A fake step advances the fake clock by its own duration; nothing here reads the machine's clock.
 The contract fixture times 10 steps per block; each round runs ABBA (baseline, candidate, candidate, baseline) or BAAB.
 """
+
 import math
 import random
 
@@ -26,6 +27,7 @@ class FakeMachine:
         def run():
             self.log.append(name)
             self.now_s += duration_s * self.slowdown(self.now_s) * self.noise()
+
         return run
 
 
@@ -66,8 +68,8 @@ def _coverage_under_periodic_interference(contract, orders_of) -> int:
         # varies by trial (on the loaded machine: ~7 fast blocks, then ~5 slow). With a fixed order the slow
         # blocks fall on the same positions of every third round
         noise = random.Random(trial)
-        m = FakeMachine(noise=lambda: math.exp(noise.gauss(0, 0.02)))
-        m.slowdown = lambda t, p=trial % 12: 2.0 if (len(m.log) // 10 + p) % 12 >= 7 else 1.0
+        m = FakeMachine(noise=lambda rng=noise: math.exp(rng.gauss(0, 0.02)))
+        m.slowdown = lambda t, p=trial % 12, m=m: 2.0 if (len(m.log) // 10 + p) % 12 >= 7 else 1.0
         c = contract(warmup_steps=0, measured_steps=10, repeats=10)
         sides = ((m.step("A", 0.001), c, lambda: None), (m.step("B", 0.001), c, lambda: None))
         orders = orders_of(trial)
@@ -120,8 +122,9 @@ def test_identical_steps_under_noise_are_mostly_inconclusive_and_the_interval_co
     covered = 0
     for _ in range(200):
         m = FakeMachine(noise=lambda: math.exp(rng.gauss(0, 0.2)))
-        cmp = compare_steps(m.step("A", 0.001), m.step("B", 0.001), contract(warmup_steps=0, measured_steps=1),
-                            rounds=10, clock=m.clock)
+        cmp = compare_steps(
+            m.step("A", 0.001), m.step("B", 0.001), contract(warmup_steps=0, measured_steps=1), rounds=10, clock=m.clock
+        )
         covered += cmp.ci95_low <= 1 <= cmp.ci95_high
     assert 180 <= covered <= 200  # binomial(200, 0.95): 190 expected, 180 is 2.3 standard deviations below
 
@@ -132,6 +135,7 @@ def test_a_wide_interval_is_inconclusive_even_when_it_excludes_one():
     times_b = (1.0,) * 12
     times_c = (0.1, 0.1, 0.4, 0.4) * 3
     from gpucost_lab.contract import BenchmarkContract
+
     c = BenchmarkContract.capture(inputs=[(8, 8)], device="cpu", warmup_steps=0, measured_steps=1, repeats=2)
     cmp = Comparison(c, c, times_b, times_c)
     assert cmp.time_ratio == pytest.approx(0.2)
@@ -145,19 +149,28 @@ def test_sides_as_tables_agree_with_the_ratio_by_construction(contract):
     m = FakeMachine(noise=lambda: math.exp(rng.gauss(0, 0.1)))
     base_c = contract(measured_steps=10)
     cand_c = contract(measured_steps=10, inputs=[(512, 1024)])  # twice the batch: 512 samples per step
-    cmp = compare_steps(m.step("A", 0.001), m.step("B", 0.0015), base_c, candidate_contract=cand_c,
-                        allow=["input_shapes", "units_per_step"], rounds=6, clock=m.clock)
+    cmp = compare_steps(
+        m.step("A", 0.001),
+        m.step("B", 0.0015),
+        base_c,
+        candidate_contract=cand_c,
+        allow=["input_shapes", "units_per_step"],
+        rounds=6,
+        clock=m.clock,
+    )
     base, cand = cmp.baseline, cmp.candidate
     assert base.contract.repeats == cand.contract.repeats == 12  # one repeat per block
     # cost per sample: the ratio of the two table entries is the comparison's cost-per-unit ratio
-    ratio_from_tables = (measured_cost_per_unit(cand, 2.10).geomean / measured_cost_per_unit(base, 2.10).geomean)
+    ratio_from_tables = measured_cost_per_unit(cand, 2.10).geomean / measured_cost_per_unit(base, 2.10).geomean
     assert ratio_from_tables == pytest.approx(cmp.unit_cost_ratio, rel=1e-12)
     assert cmp.unit_cost_ratio == pytest.approx(cmp.time_ratio * 256 / 512)
     # cost to target: the ratio of the table's costs is the comparison's cost-to-target ratio, its interval wider
     steps_b, steps_c = (90, 95, 88), (40, 44, 41)
     to_target = cmp.cost_to_target(steps_b, steps_c)
-    table = {side: measured_cost_to_target(mm, steps, 2.10) for side, mm, steps in
-             (("b", base, steps_b), ("c", cand, steps_c))}
+    table = {
+        side: measured_cost_to_target(mm, steps, 2.10)
+        for side, mm, steps in (("b", base, steps_b), ("c", cand, steps_c))
+    }
     assert table["c"].value / table["b"].value == pytest.approx(to_target.ratio, rel=1e-12)
     assert to_target.ratio == pytest.approx(cmp.time_ratio * (40 * 44 * 41 / (90 * 95 * 88)) ** (1 / 3))
     assert to_target.interval.width_factor > cmp.interval.width_factor  # the seeds' spread is in it
@@ -183,8 +196,13 @@ def test_seeds_are_paired_when_both_sides_list_the_same_seeds(contract):
 def test_a_candidate_contract_must_differ_only_where_allowed(contract):
     m = FakeMachine()
     with pytest.raises(ContractMismatch, match="input_shapes"):
-        compare_steps(m.step("A", 0.001), m.step("B", 0.001), contract(), candidate_contract=contract(
-            inputs=[(512, 1024)]), clock=m.clock)
+        compare_steps(
+            m.step("A", 0.001),
+            m.step("B", 0.001),
+            contract(),
+            candidate_contract=contract(inputs=[(512, 1024)]),
+            clock=m.clock,
+        )
 
 
 def test_to_dict_keeps_the_raw_times(contract):

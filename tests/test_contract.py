@@ -1,4 +1,5 @@
 """The frozen benchmark contract: captured, serialised, fingerprinted, compared (chapter 01)."""
+
 import dataclasses
 import json
 import os
@@ -15,8 +16,16 @@ from gpucost_lab.contract import BenchmarkContract, ContractMismatch
 def test_capture_reads_the_running_environment_and_the_workload():
     model = torch.nn.Sequential(torch.nn.Linear(16, 8), torch.nn.ReLU(), torch.nn.Linear(8, 4))
     x = torch.randn(32, 16)
-    c = BenchmarkContract.capture(model=model, inputs=[x], dtype=torch.bfloat16, device="cpu", warmup_steps=3,
-                                  measured_steps=7, repeats=4, seed=11)
+    c = BenchmarkContract.capture(
+        model=model,
+        inputs=[x],
+        dtype=torch.bfloat16,
+        device="cpu",
+        warmup_steps=3,
+        measured_steps=7,
+        repeats=4,
+        seed=11,
+    )
     assert c.cpu_cores == os.cpu_count()
     assert c.python_version == platform.python_version()
     assert c.torch_version == torch.__version__
@@ -39,8 +48,10 @@ def test_json_round_trip_keeps_value_and_fingerprint(contract):
 
 def test_fingerprint_is_stable_across_processes(contract):
     c = contract()
-    code = ("import sys; from gpucost_lab.contract import BenchmarkContract; "
-            "print(BenchmarkContract.from_json(sys.stdin.read()).fingerprint)")
+    code = (
+        "import sys; from gpucost_lab.contract import BenchmarkContract; "
+        "print(BenchmarkContract.from_json(sys.stdin.read()).fingerprint)"
+    )
     out = subprocess.run([sys.executable, "-c", code], input=c.to_json(), capture_output=True, text=True, check=True)
     assert out.stdout.strip() == c.fingerprint
 
@@ -55,7 +66,10 @@ def test_diff_lists_every_changed_field_in_order(contract):
     a = contract()
     b = dataclasses.replace(a, dtype="bfloat16", seed=3, warmup_steps=0)
     assert [(d.field, d.before, d.after) for d in a.diff(b)] == [
-        ("dtype", "float32", "bfloat16"), ("warmup_steps", 2, 0), ("seed", 0, 3)]
+        ("dtype", "float32", "bfloat16"),
+        ("warmup_steps", 2, 0),
+        ("seed", 0, 3),
+    ]
     assert a.diff(a) == ()
 
 
@@ -85,9 +99,16 @@ def test_from_dict_rejects_missing_and_unknown_fields(contract):
         BenchmarkContract.from_dict(d)
 
 
-@pytest.mark.parametrize("field,value", [
-    ("repeats", 1), ("measured_steps", 0), ("warmup_steps", -1), ("units_per_step", 0), ("counted_unit", "images"),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("repeats", 1),
+        ("measured_steps", 0),
+        ("warmup_steps", -1),
+        ("units_per_step", 0),
+        ("counted_unit", "images"),
+    ],
+)
 def test_bad_fields_are_named(contract, field, value):
     with pytest.raises(ValueError, match=field):
         dataclasses.replace(contract(), **{field: value})

@@ -1,4 +1,5 @@
 """Cost per useful unit and the course's predictor, against hand-computed figures (chapter 03)."""
+
 import math
 
 import pytest
@@ -59,8 +60,10 @@ def test_cost_to_target_over_seeds_carries_both_spreads(contract):
     to_target = cost.measured_cost_to_target(m, [80, 125], price_per_hour_usd=3.60)
     assert to_target.value == pytest.approx(0.05 * 0.001 * 100)
     half = 12.706205 * math.log(125 / 80) / 2
-    assert (to_target.ci95_low, to_target.ci95_high) == (pytest.approx(0.005 * math.exp(-half), rel=1e-6),
-                                                         pytest.approx(0.005 * math.exp(half), rel=1e-6))
+    assert (to_target.ci95_low, to_target.ci95_high) == (
+        pytest.approx(0.005 * math.exp(-half), rel=1e-6),
+        pytest.approx(0.005 * math.exp(half), rel=1e-6),
+    )
     with pytest.raises(ValueError, match="steps_to_target"):
         cost.measured_cost_to_target(m, [80, 0], price_per_hour_usd=3.60)
 
@@ -95,20 +98,23 @@ def test_predict_prices_the_run():
     assert out["baseline_fits_window"] is True and out["candidate_fits_window"] is False
 
 
-@pytest.mark.parametrize("call,field", [
-    (lambda: cost.cost_per_unit_usd(1000, 0), "price_per_hour_usd"),
-    (lambda: cost.cost_per_unit_usd(1000, -2.1), "price_per_hour_usd"),
-    (lambda: cost.cost_per_unit_usd(0, 2.1), "units_per_s"),
-    (lambda: cost.cost_per_unit_usd(math.nan, 2.1), "units_per_s"),
-    (lambda: cost.cost_per_unit_usd(1000, math.inf), "price_per_hour_usd"),
-    (lambda: cost.cost_per_unit_usd(1000, 2.1, utilization=0), "utilization"),
-    (lambda: cost.cost_per_unit_usd(1000, 2.1, utilization=1.5), "utilization"),
-    (lambda: cost.cost_to_target_usd(0.1, 0), "steps_to_target"),
-    (lambda: cost.relative_cost(-1.0, 0.2), "throughput_gain"),
-    (lambda: cost.relative_cost(0.2, -1.5), "steps_change"),
-    (lambda: cost.nightly_window(0, 100, 8), "units"),
-    (lambda: cost.predict(0.2, 0.2, window_hours=8), "window_hours"),
-])
+@pytest.mark.parametrize(
+    "call,field",
+    [
+        (lambda: cost.cost_per_unit_usd(1000, 0), "price_per_hour_usd"),
+        (lambda: cost.cost_per_unit_usd(1000, -2.1), "price_per_hour_usd"),
+        (lambda: cost.cost_per_unit_usd(0, 2.1), "units_per_s"),
+        (lambda: cost.cost_per_unit_usd(math.nan, 2.1), "units_per_s"),
+        (lambda: cost.cost_per_unit_usd(1000, math.inf), "price_per_hour_usd"),
+        (lambda: cost.cost_per_unit_usd(1000, 2.1, utilization=0), "utilization"),
+        (lambda: cost.cost_per_unit_usd(1000, 2.1, utilization=1.5), "utilization"),
+        (lambda: cost.cost_to_target_usd(0.1, 0), "steps_to_target"),
+        (lambda: cost.relative_cost(-1.0, 0.2), "throughput_gain"),
+        (lambda: cost.relative_cost(0.2, -1.5), "steps_change"),
+        (lambda: cost.nightly_window(0, 100, 8), "units"),
+        (lambda: cost.predict(0.2, 0.2, window_hours=8), "window_hours"),
+    ],
+)
 def test_bad_input_names_the_field(call, field):
     with pytest.raises(ValueError, match=field):
         call()

@@ -14,6 +14,7 @@ Per fix (precision, recomputation, fewest microbatches that fit):
   mixed, full:      peak 3.2 + 0.0323 x 60 = 5.138, x 4/3 (redundant)
 Run hours = 6.667 x factor: x1 6.667, x1.027 6.847, x1.15 7.667 (all inside 8 h), x4/3 8.889 (late).
 """
+
 import json
 import re
 from pathlib import Path
@@ -64,8 +65,11 @@ def test_course_case_fixes_cheapest_first_with_the_window_checked():
     assert [f.relative_cost for f in fixes] == sorted(f.relative_cost for f in fixes)
     # at least three fixes that keep the arithmetic (no parity check) and add something
     keeps = [f for f in fixes if not f.needs_parity_check and not f.redundant]
-    assert [f.name for f in keeps] == ["selective recomputation", "accumulation x2 (microbatch 30)",
-                                       "full recomputation"]
+    assert [f.name for f in keeps] == [
+        "selective recomputation",
+        "accumulation x2 (microbatch 30)",
+        "full recomputation",
+    ]
     accumulation = fixes[5]
     assert (accumulation.accumulation_steps, accumulation.microbatch) == (2, 30)
     assert accumulation.run_hours == pytest.approx(7.6667, abs=1e-4)  # 6.667 x 1.15
@@ -98,11 +102,17 @@ def test_global_batch_300_needs_combinations():
     #   mixed full: 0.017 x 1.9 = 0.0323/sample -> 569 -> K 1: 4/3
     fixes = plan_fixes(COURSE, 300, **CASE).fixes
     got = [(f.precision, f.recomputation, f.accumulation_steps, f.microbatch, round(f.relative_cost, 4)) for f in fixes]
-    assert got == [("bf16-mixed", "selective", 2, 150, 1.181), ("fp16-mixed", "selective", 2, 150, 1.181),
-                   ("bf16-mixed", "none", 3, 100, 1.3), ("fp16-mixed", "none", 3, 100, 1.3),
-                   ("bf16-mixed", "full", 1, 300, 1.3333), ("fp16-mixed", "full", 1, 300, 1.3333),
-                   ("fp32", "selective", 3, 100, 1.3351), ("fp32", "full", 2, 150, 1.5333),
-                   ("fp32", "none", 6, 50, 1.75)]
+    assert got == [
+        ("bf16-mixed", "selective", 2, 150, 1.181),
+        ("fp16-mixed", "selective", 2, 150, 1.181),
+        ("bf16-mixed", "none", 3, 100, 1.3),
+        ("fp16-mixed", "none", 3, 100, 1.3),
+        ("bf16-mixed", "full", 1, 300, 1.3333),
+        ("fp16-mixed", "full", 1, 300, 1.3333),
+        ("fp32", "selective", 3, 100, 1.3351),
+        ("fp32", "full", 2, 150, 1.5333),
+        ("fp32", "none", 6, 50, 1.75),
+    ]
     assert not any(f.redundant for f in fixes)  # each one's changes are all needed at 300
     assert fixes[0].peak_gb == pytest.approx(3.2 + 0.0629 * 150)  # 12.635
     # baseline night at 300 per 0.1 s = 3,000 samples/s: 14.4e6 / 3000 = 4,800 s = 1.333 h; every fix fits 8 h
@@ -127,18 +137,25 @@ def test_a_mixed_precision_baseline_tries_no_other_precision():
     assert not any(f.needs_parity_check for f in fixes)
 
 
-@pytest.mark.parametrize("kwargs,field", [
-    (dict(step_time_s=None), "step_time_s"), (dict(samples_per_s=600.0), "samples_per_s"),
-    (dict(step_time_s=0.0), "step_time_s"), (dict(window_hours=0.0), "window_hours"),
-    (dict(samples_per_night=-1), "samples_per_night"), (dict(price_per_hour_usd=0), "price_per_hour_usd"),
-    (dict(mixed_precision_step_time_factor=0), "mixed_precision_step_time_factor"),
-])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        (dict(step_time_s=None), "step_time_s"),
+        (dict(samples_per_s=600.0), "samples_per_s"),
+        (dict(step_time_s=0.0), "step_time_s"),
+        (dict(window_hours=0.0), "window_hours"),
+        (dict(samples_per_night=-1), "samples_per_night"),
+        (dict(price_per_hour_usd=0), "price_per_hour_usd"),
+        (dict(mixed_precision_step_time_factor=0), "mixed_precision_step_time_factor"),
+    ],
+)
 def test_bad_plan_inputs_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         plan_fixes(COURSE, 60, **{**CASE, **kwargs})
 
 
 # --- the command line ------------------------------------------------------------------------------------------
+
 
 def run_json(capsys, *argv):
     assert main([*argv, "--json"]) == 0
@@ -183,13 +200,24 @@ def test_ledger_accumulation_keeps_the_microbatch_peak(capsys):
 
 
 def test_ledger_bf16_adamw_one_billion_parameters(capsys):
-    out = run_json(capsys, "ledger", "--precision", "bf16-mixed", "--optimizer", "adamw", "--params", "1000000000",
-                   "--microbatch", "8")
+    out = run_json(
+        capsys,
+        "ledger",
+        "--precision",
+        "bf16-mixed",
+        "--optimizer",
+        "adamw",
+        "--params",
+        "1000000000",
+        "--microbatch",
+        "8",
+    )
     assert out["static_gb"] == pytest.approx(16.0)  # 1e9 x (2 + 2 + 4 + 4 + 4) B
     s = out["static"]
     assert s["bytes_per_parameter"] == 16 and s["parameters"] == 10**9
     assert (s["weights_gb"], s["gradients_gb"], s["master_weights_gb"], s["optimizer_state_gb"]) == pytest.approx(
-        (2.0, 2.0, 4.0, 8.0))
+        (2.0, 2.0, 4.0, 8.0)
+    )
     assert out["activation_gb_per_sample"] == pytest.approx(0.17)  # the fp32 0.34 at 2 bytes an element
     assert out["peak_gb"] == pytest.approx(16 + 0.17 * 8)  # 17.36
     assert out["max_microbatch"] == 32  # floor((21.6 - 16) / 0.17) = floor(32.9)
@@ -207,34 +235,46 @@ def test_ledger_global_batch_and_recompute(capsys):
     assert (fixed["microbatch"], fixed["global_batch"]) == (20, 60) and fixed["peak_gb"] == pytest.approx(10.0)
 
 
-@pytest.mark.parametrize("argv,flag,words", [
-    (["ledger", "--microbatch", "8", "--precision", "fp8"], "--precision", ["fp8", "bf16-mixed"]),
-    (["ledger", "--microbatch", "8", "--optimizer", "adam"], "--optimizer", ["adam", "sgd-momentum"]),
-    (["ledger", "--microbatch", "8", "--recompute", "some"], "--recompute", ["some", "selective"]),
-    (["ledger", "--microbatch", "8", "--accumulation", "0"], "--accumulation", ["0", "integer in [1,"]),
-    (["ledger", "--global-batch", "60", "--accumulation", "61"], "--accumulation", ["61", "[1, 60]"]),
-    (["ledger", "--global-batch", "0"], "--global-batch", ["0", "integer in [1,"]),
-    (["ledger", "--global-batch", "60", "--microbatch", "30"], "--global-batch", ["60", "--microbatch"]),
-    (["ledger", "--microbatch", "8", "--params", "0"], "--params", ["0", "[1,"]),
-    (["ledger", "--microbatch", "8", "--params", "1e9"], "--params", ["1e9", "int"]),
-    (["ledger", "--microbatch", "8", "--params", "100", "--static-gb", "3"], "--static-gb", ["--params"]),
-    (["ledger", "--microbatch", "8", "--optimizer", "sgd"], "--optimizer", ["--params", "'sgd'"]),
-    (["ledger", "--microbatch", "8", "--microbatch-overhead", "1"], "--microbatch-overhead", ["1.0", "[0, 1)"]),
-    (["ledger", "--microbatch", "8", "--selective-saving", "-0.5"], "--selective-saving", ["-0.5", "[0, 1)"]),
-    (["fix-oom"], "--global-batch", ["required"]),
-    (["fix-oom", "--global-batch", "60", "--step-time-s", "-1"], "--step-time-s", ["-1", "> 0"]),
-    (["fix-oom", "--global-batch", "60", "--step-time-s", "0.1", "--samples-per-s", "600"], "--step-time-s",
-     ["--samples-per-s", "exactly one"]),
-    (["fix-oom", "--global-batch", "60", "--samples-per-night", "0"], "--samples-per-night", ["0", "> 0"]),
-    (["fix-oom", "--global-batch", "60", "--window-hours", "nan"], "--window-hours", ["nan", "finite"]),
-    (["fix-oom", "--global-batch", "60", "--price-per-hour", "0"], "--price-per-hour", ["0", "> 0"]),
-    (["fix-oom", "--global-batch", "60", "--mixed-precision-step-time-factor", "0"],
-     "--mixed-precision-step-time-factor", ["0", "> 0"]),
-    (["fix-oom", "--global-batch", "60", "--precision", "tf32"], "--precision", ["tf32", "fp16-mixed"]),
-    (["fix-oom", "--global-batch", "60", "--price-per-hour", "1e308"], "--price-per-hour", ["1e+308", "overflows"]),
-    (["fix-oom", "--global-batch", "60", "--samples-per-s", "1e-300", "--samples-per-night", "1e308"],
-     "--samples-per-night", ["1e+308", "overflow"]),
-])
+@pytest.mark.parametrize(
+    "argv,flag,words",
+    [
+        (["ledger", "--microbatch", "8", "--precision", "fp8"], "--precision", ["fp8", "bf16-mixed"]),
+        (["ledger", "--microbatch", "8", "--optimizer", "adam"], "--optimizer", ["adam", "sgd-momentum"]),
+        (["ledger", "--microbatch", "8", "--recompute", "some"], "--recompute", ["some", "selective"]),
+        (["ledger", "--microbatch", "8", "--accumulation", "0"], "--accumulation", ["0", "integer in [1,"]),
+        (["ledger", "--global-batch", "60", "--accumulation", "61"], "--accumulation", ["61", "[1, 60]"]),
+        (["ledger", "--global-batch", "0"], "--global-batch", ["0", "integer in [1,"]),
+        (["ledger", "--global-batch", "60", "--microbatch", "30"], "--global-batch", ["60", "--microbatch"]),
+        (["ledger", "--microbatch", "8", "--params", "0"], "--params", ["0", "[1,"]),
+        (["ledger", "--microbatch", "8", "--params", "1e9"], "--params", ["1e9", "int"]),
+        (["ledger", "--microbatch", "8", "--params", "100", "--static-gb", "3"], "--static-gb", ["--params"]),
+        (["ledger", "--microbatch", "8", "--optimizer", "sgd"], "--optimizer", ["--params", "'sgd'"]),
+        (["ledger", "--microbatch", "8", "--microbatch-overhead", "1"], "--microbatch-overhead", ["1.0", "[0, 1)"]),
+        (["ledger", "--microbatch", "8", "--selective-saving", "-0.5"], "--selective-saving", ["-0.5", "[0, 1)"]),
+        (["fix-oom"], "--global-batch", ["required"]),
+        (["fix-oom", "--global-batch", "60", "--step-time-s", "-1"], "--step-time-s", ["-1", "> 0"]),
+        (
+            ["fix-oom", "--global-batch", "60", "--step-time-s", "0.1", "--samples-per-s", "600"],
+            "--step-time-s",
+            ["--samples-per-s", "exactly one"],
+        ),
+        (["fix-oom", "--global-batch", "60", "--samples-per-night", "0"], "--samples-per-night", ["0", "> 0"]),
+        (["fix-oom", "--global-batch", "60", "--window-hours", "nan"], "--window-hours", ["nan", "finite"]),
+        (["fix-oom", "--global-batch", "60", "--price-per-hour", "0"], "--price-per-hour", ["0", "> 0"]),
+        (
+            ["fix-oom", "--global-batch", "60", "--mixed-precision-step-time-factor", "0"],
+            "--mixed-precision-step-time-factor",
+            ["0", "> 0"],
+        ),
+        (["fix-oom", "--global-batch", "60", "--precision", "tf32"], "--precision", ["tf32", "fp16-mixed"]),
+        (["fix-oom", "--global-batch", "60", "--price-per-hour", "1e308"], "--price-per-hour", ["1e+308", "overflows"]),
+        (
+            ["fix-oom", "--global-batch", "60", "--samples-per-s", "1e-300", "--samples-per-night", "1e308"],
+            "--samples-per-night",
+            ["1e+308", "overflow"],
+        ),
+    ],
+)
 def test_bad_input_is_one_line_naming_the_flag_and_exit_2(capsys, argv, flag, words):
     try:
         code = main(argv)
@@ -251,7 +291,8 @@ def test_bad_input_is_one_line_naming_the_flag_and_exit_2(capsys, argv, flag, wo
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 DOCUMENTED = set(re.findall(r"`([a-z0-9_]+)`", README)) | {
-    k for group in re.findall(r"`\{([a-z0-9_, ]+)\}`", README) for k in group.replace(" ", "").split(",")}
+    k for group in re.findall(r"`\{([a-z0-9_, ]+)\}`", README) for k in group.replace(" ", "").split(",")
+}
 
 
 def keys_of(value):
@@ -264,15 +305,40 @@ def keys_of(value):
             yield from keys_of(v)
 
 
-@pytest.mark.parametrize("argv", [
-    ["ledger", "--microbatch", "32"],
-    ["ledger", "--global-batch", "60", "--recompute", "selective", "--params", "200000000", "--precision", "bf16-mixed"],
-    ["fix-oom", "--global-batch", "60"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ledger", "--microbatch", "32"],
+        [
+            "ledger",
+            "--global-batch",
+            "60",
+            "--recompute",
+            "selective",
+            "--params",
+            "200000000",
+            "--precision",
+            "bf16-mixed",
+        ],
+        ["fix-oom", "--global-batch", "60"],
+    ],
+)
 def test_every_key_is_in_the_readme(capsys, argv):
     out = run_json(capsys, *argv)
     assert set(keys_of(out)) - DOCUMENTED == set()
-    for flag in ("--params", "--precision", "--optimizer", "--accumulation", "--recompute", "--global-batch",
-                 "--microbatch-overhead", "--selective-saving", "--step-time-s", "--samples-per-s",
-                 "--samples-per-night", "--mixed-precision-step-time-factor", "gpucost-lab fix-oom"):
+    for flag in (
+        "--params",
+        "--precision",
+        "--optimizer",
+        "--accumulation",
+        "--recompute",
+        "--global-batch",
+        "--microbatch-overhead",
+        "--selective-saving",
+        "--step-time-s",
+        "--samples-per-s",
+        "--samples-per-night",
+        "--mixed-precision-step-time-factor",
+        "gpucost-lab fix-oom",
+    ):
         assert flag in README, flag

@@ -1,4 +1,5 @@
 """Checks that need CUDA; skipped on CPU-only machines (run them with benchmarks/gpu_check.sh)."""
+
 import pytest
 import torch
 

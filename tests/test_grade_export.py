@@ -11,6 +11,7 @@ Section, and has a Points Possible row under the header (what Canvas's own expor
 Moodle's CSV import maps its identity columns (Moodle's export names First name, Last name, Email address; the import
 maps Username to `username`) and takes one column per grade item.
 """
+
 import argparse
 import csv
 import io
@@ -25,25 +26,31 @@ from gpucost_lab.cli_export import add_export_grades
 from gpucost_lab.grade_export import export_grades, read_grades
 
 LAB = "profile_training_loop"
-CANVAS = ("Student,ID,SIS User ID,SIS Login ID,Section,profile_training_loop,profile_training_loop passed\r\n"
-          "Points Possible,,,,,16,\r\n"
-          '"Lima, Ana",,,ana,,16,complete\r\n'
-          "bo,,,bo,,0,incomplete\r\n"
-          "ivy,,,ivy,,14,\r\n"
-          "max,,,max,,13,complete\r\n"
-          "zoe,,,zoe,,12,incomplete\r\n")
-MOODLE = ("First name,Last name,Username,Email address,profile_training_loop,profile_training_loop passed\r\n"
-          "Ana,Lima,ana,ana@example.org,16,Pass\r\n"
-          ",,bo,,0,Fail\r\n"
-          ",,ivy,,14,\r\n"
-          ",,max,,13,Pass\r\n"
-          ",,zoe,,12,Fail\r\n")
-PLAIN = ("student_id,last_name,first_name,email,assignment,score,max_score,passed\r\n"
-         "ana,Lima,Ana,ana@example.org,profile_training_loop,16,16,True\r\n"
-         "bo,,,,profile_training_loop,0,16,False\r\n"
-         "ivy,,,,profile_training_loop,14,16,pending\r\n"
-         "max,,,,profile_training_loop,13,16,True\r\n"
-         "zoe,,,,profile_training_loop,12,16,False\r\n")
+CANVAS = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,profile_training_loop,profile_training_loop passed\r\n"
+    "Points Possible,,,,,16,\r\n"
+    '"Lima, Ana",,,ana,,16,complete\r\n'
+    "bo,,,bo,,0,incomplete\r\n"
+    "ivy,,,ivy,,14,\r\n"
+    "max,,,max,,13,complete\r\n"
+    "zoe,,,zoe,,12,incomplete\r\n"
+)
+MOODLE = (
+    "First name,Last name,Username,Email address,profile_training_loop,profile_training_loop passed\r\n"
+    "Ana,Lima,ana,ana@example.org,16,Pass\r\n"
+    ",,bo,,0,Fail\r\n"
+    ",,ivy,,14,\r\n"
+    ",,max,,13,Pass\r\n"
+    ",,zoe,,12,Fail\r\n"
+)
+PLAIN = (
+    "student_id,last_name,first_name,email,assignment,score,max_score,passed\r\n"
+    "ana,Lima,Ana,ana@example.org,profile_training_loop,16,16,True\r\n"
+    "bo,,,,profile_training_loop,0,16,False\r\n"
+    "ivy,,,,profile_training_loop,14,16,pending\r\n"
+    "max,,,,profile_training_loop,13,16,True\r\n"
+    "zoe,,,,profile_training_loop,12,16,False\r\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -128,12 +135,19 @@ def test_the_command_prints_the_csv(main, gradebook, capsys):
     assert capsys.readouterr().out == PLAIN.replace("\r\n", "\n")
 
 
-@pytest.mark.parametrize("args, flag, value", [
-    (["--format", "blackboard"], "--format", "'blackboard'"),
-    (["--format", "canvas", "--canvas-id", "profile_training_loop=abc"], "--canvas-id", "'profile_training_loop=abc'"),
-    (["--format", "moodle", "--canvas-id", "profile_training_loop=7"], "--canvas-id", "'moodle'"),
-    (["--format", "canvas", "--canvas-id", "other_lab=7"], "--canvas-id", "'other_lab'"),
-])
+@pytest.mark.parametrize(
+    "args, flag, value",
+    [
+        (["--format", "blackboard"], "--format", "'blackboard'"),
+        (
+            ["--format", "canvas", "--canvas-id", "profile_training_loop=abc"],
+            "--canvas-id",
+            "'profile_training_loop=abc'",
+        ),
+        (["--format", "moodle", "--canvas-id", "profile_training_loop=7"], "--canvas-id", "'moodle'"),
+        (["--format", "canvas", "--canvas-id", "other_lab=7"], "--canvas-id", "'other_lab'"),
+    ],
+)
 def test_bad_input_is_one_line_naming_the_flag_and_value(main, gradebook, capsys, args, flag, value):
     assert main(["export-grades", str(gradebook), *args]) == 2
     err = capsys.readouterr().err.strip()
@@ -145,8 +159,10 @@ def test_a_missing_gradebook_or_a_csv_without_passed_is_one_line(main, tmp_path,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "GRADEBOOK" in err and "nope.db" in err, err
     plain = tmp_path / "grades.csv"  # nbgrader's own export: no passed column
-    plain.write_text("assignment,duedate,timestamp,student_id,last_name,first_name,email,raw_score,"
-                     "late_submission_penalty,score,max_score\nprofile_training_loop,,,ana,,,,16,0,16,16\n")
+    plain.write_text(
+        "assignment,duedate,timestamp,student_id,last_name,first_name,email,raw_score,"
+        "late_submission_penalty,score,max_score\nprofile_training_loop,,,ana,,,,16,0,16,16\n"
+    )
     assert main(["export-grades", str(plain), "--format", "moodle"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "'passed'" in err, err

@@ -5,6 +5,7 @@ The fixture lab has five test cells worth 3 + 2 + 2 + 2 + 1 = 10 points (read fr
 metadata, written by hand); Q4's test has a hidden part (to_gb(3e9) == 3.0 and to_gb(5e8) == 0.5) that the released
 lab does not show. Every expected score below is the sum of the points of the tests that should pass.
 """
+
 import copy
 import csv
 import json
@@ -82,9 +83,23 @@ def course(tmp_path_factory):
     (course / "labs" / "renamed_lab").mkdir(parents=True)  # a lab whose source is gone
     (course / "labs" / "README.md").write_text("kept\n")
     # the repository's Makefile, run in the course; -o: the shared .venv is installed already
-    proc = subprocess.run(["make", "-s", "-C", str(course), "-f", str(ROOT / "Makefile"), "labs",
-                           f"VENV={ROOT / '.venv'}", "-o", str(ROOT / ".venv" / ".installed")],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            "make",
+            "-s",
+            "-C",
+            str(course),
+            "-f",
+            str(ROOT / "Makefile"),
+            "labs",
+            f"VENV={ROOT / '.venv'}",
+            "-o",
+            str(ROOT / ".venv" / ".installed"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return course
 
@@ -102,15 +117,24 @@ def released(lab_folder):
 
 def test_make_labs_writes_the_release_and_nothing_else(course, released):
     files = {str(p.relative_to(course)) for p in course.rglob("*") if p.is_file()}
-    assert files == {"nbgrader_config.py", "solutions/mini_lab/mini_lab.ipynb", "solutions/mini_lab/lab_helpers.py",
-                     "labs/README.md", "labs/mini_lab/mini_lab.ipynb", "labs/mini_lab/lab_helpers.py"}
+    assert files == {
+        "nbgrader_config.py",
+        "solutions/mini_lab/mini_lab.ipynb",
+        "solutions/mini_lab/lab_helpers.py",
+        "labs/README.md",
+        "labs/mini_lab/mini_lab.ipynb",
+        "labs/mini_lab/lab_helpers.py",
+    }
     assert not (course / "labs" / "renamed_lab").exists()  # no gradebook.db, no stale lab
     cells = {grade_id(c): c.source for c in released.cells if grade_id(c)}
     assert "raise NotImplementedError" in cells["q1_answer"] and "total_s / steps" not in cells["q1_answer"]
     assert "to_gb(2e9)" in cells["q4_test"] and "3e9" not in cells["q4_test"] and "HIDDEN" not in cells["q4_test"]
     assert all(not c.get("outputs") and not c.get("execution_count") for c in released.cells if c.cell_type == "code")
-    assert {g: released.cells[i].metadata.nbgrader.get("points") for i, g in
-            ((i, grade_id(c)) for i, c in enumerate(released.cells)) if g in POINTS} == POINTS
+    assert {
+        g: released.cells[i].metadata.nbgrader.get("points")
+        for i, g in ((i, grade_id(c)) for i, c in enumerate(released.cells))
+        if g in POINTS
+    } == POINTS
 
 
 def test_repository_nbgrader_config():
@@ -156,8 +180,16 @@ def test_full_solution_scores_100_percent_and_exits_0(tmp_path, capsys):
     assert code == 0, out.err
     assert out.out.count("\n") == 1
     report = json.loads(out.out)
-    assert set(report) == {"score", "max_score", "percent", "passed", "failed", "pending_manual", "feedback_html",
-                           "notes"}
+    assert set(report) == {
+        "score",
+        "max_score",
+        "percent",
+        "passed",
+        "failed",
+        "pending_manual",
+        "feedback_html",
+        "notes",
+    }
     assert report["notes"] == []
     assert (report["score"], report["max_score"], report["percent"], report["passed"]) == (10, 10, 100, True)
     assert report["failed"] == [] and report["pending_manual"] == []
@@ -172,15 +204,17 @@ def test_released_lab_unanswered_fails_and_exits_1(tmp_path, capsys, released):
     report = json.loads(out.out)
     assert (report["score"], report["max_score"], report["percent"], report["passed"]) == (0, 10, 0, False)
     assert [(f["cell"], f["points"], f["max_points"]) for f in report["failed"]] == [
-        (cell, 0, points) for cell, points in POINTS.items()]
+        (cell, 0, points) for cell, points in POINTS.items()
+    ]
     assert all("NotImplementedError" in f["message"] for f in report["failed"]), report["failed"]
 
 
 def test_exactly_80_percent_passes_though_a_hidden_test_fails(tmp_path, released, lab_folder):
     # Q4 hard-codes the visible test's answer: the visible test passes, the hidden ones (3e9, 5e8) do not.
     folder = shutil.copytree(lab_folder, tmp_path / "mini_lab")
-    submission = learner_copy(released, folder, ["q1", "q2", "q3", "q5"],
-                              custom={"q4": "def to_gb(n_bytes):\n    return 2.0"})
+    submission = learner_copy(
+        released, folder, ["q1", "q2", "q3", "q5"], custom={"q4": "def to_gb(n_bytes):\n    return 2.0"}
+    )
     check = grading.self_check(submission)  # the learner's view: visible tests only
     assert (check.points_passed, check.max_points, check.reaches_pass_mark) == (10, 10, True)
     assert "hidden tests" in check.note and "may still fail" in check.text()
@@ -202,9 +236,12 @@ def test_70_percent_fails(tmp_path, released, capsys):
 
 def test_infinite_loop_fails_its_cell_only_and_edited_tests_are_restored(tmp_path, released):
     submission = learner_copy(
-        released, tmp_path, ["q1", "q3", "q5"],
+        released,
+        tmp_path,
+        ["q1", "q3", "q5"],
         custom={"q2": "while True:\n    pass", "q4": "def to_gb(n_bytes):\n    return None"},
-        edit_tests={"q4_test": "pass  # the learner's own 'test'"})
+        edit_tests={"q4_test": "pass  # the learner's own 'test'"},
+    )
     nb = nbformat.read(submission, as_version=4)
     for cell in nb.cells:  # also unlock the test cell and claim 100 points for it
         if grade_id(cell) == "q4_test":
@@ -243,14 +280,18 @@ def test_infinite_loop_fails_its_cell_only_and_edited_tests_are_restored(tmp_pat
 
 def test_exception_deleted_test_and_redefined_helper(tmp_path, released):
     submission = learner_copy(
-        released, tmp_path, ["q2", "q4"],
+        released,
+        tmp_path,
+        ["q2", "q4"],
         custom={
             # redefines the helper the tests use, to accept anything, and answers Q1 wrongly
             "q1": "def close_enough(actual, expected, rel=1e-9):\n    return True\n\n"
-                  "def step_time_s(total_s, steps):\n    return 0.0",
+            "def step_time_s(total_s, steps):\n    return 0.0",
             "q3": "raise RuntimeError('boom')",
-            "q5": "def relative_cost(throughput_gain, steps_change):\n    return 0.0"},
-        delete=("q5_test",))
+            "q5": "def relative_cost(throughput_gain, steps_change):\n    return 0.0",
+        },
+        delete=("q5_test",),
+    )
     report = grade_fixture(submission)
     # Each test cell imports close_enough again, so the fake one never judges an answer: Q1 fails; Q2 and Q4,
     # whose tests use the helper after the redefinition, pass (2 + 2 = 4). Q3 raises. Q5's deleted test is put
@@ -269,14 +310,26 @@ def test_manually_graded_cell_is_pending_not_failed(tmp_path):
     source_root = tmp_path / "solutions"
     shutil.copytree(SOURCE_ROOT, source_root)
     nb = nbformat.read(source_root / ASSIGNMENT / "mini_lab.ipynb", as_version=4)
-    written = nbformat.v4.new_markdown_cell("### BEGIN SOLUTION\nBecause the GPU waits on the data loader.\n"
-                                            "### END SOLUTION")
-    written.metadata["nbgrader"] = {"grade": True, "solution": True, "locked": False, "points": 2,
-                                    "grade_id": "q6_written", "schema_version": 3, "task": False}
+    written = nbformat.v4.new_markdown_cell(
+        "### BEGIN SOLUTION\nBecause the GPU waits on the data loader.\n### END SOLUTION"
+    )
+    written.metadata["nbgrader"] = {
+        "grade": True,
+        "solution": True,
+        "locked": False,
+        "points": 2,
+        "grade_id": "q6_written",
+        "schema_version": 3,
+        "task": False,
+    }
     nb.cells.insert(len(nb.cells) - 2, written)
     nbformat.write(nb, source_root / ASSIGNMENT / "mini_lab.ipynb")
-    report = grading.grade(source_root / ASSIGNMENT / "mini_lab.ipynb", assignment=ASSIGNMENT,
-                           source_root=source_root, feedback_dir=tmp_path / "feedback")
+    report = grading.grade(
+        source_root / ASSIGNMENT / "mini_lab.ipynb",
+        assignment=ASSIGNMENT,
+        source_root=source_root,
+        feedback_dir=tmp_path / "feedback",
+    )
     # 10 of 12 graded so far: 83.33% already reaches the 9.6-point mark; the written answer waits for a grader
     assert (report.score, report.max_score, report.percent, report.passed) == (10, 12, 83.33, True)
     assert report.pending_manual == ({"cell": "q6_written", "max_points": 2.0},)
@@ -285,14 +338,24 @@ def test_manually_graded_cell_is_pending_not_failed(tmp_path):
     assert "awaiting manual grading (2 points" in report.text()
 
 
-@pytest.mark.parametrize("make_input,problem", [
-    (lambda d: d / "absent.ipynb", "no such file"),
-    (lambda d: write(d / "answers.txt", "def f(): pass"), "not a Jupyter notebook"),
-    (lambda d: write(d / "broken.ipynb", '{"cells": [{"cell_type": "code",'), "not valid notebook JSON"),
-    (lambda d: write(d / "list.ipynb", "[1, 2]"), "not a notebook"),
-    (lambda d: write(d / "other.ipynb", nbformat.writes(nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell("print('my own notebook')")]))), "none of the cells of assignment"),
-])
+@pytest.mark.parametrize(
+    "make_input,problem",
+    [
+        (lambda d: d / "absent.ipynb", "no such file"),
+        (lambda d: write(d / "answers.txt", "def f(): pass"), "not a Jupyter notebook"),
+        (lambda d: write(d / "broken.ipynb", '{"cells": [{"cell_type": "code",'), "not valid notebook JSON"),
+        (lambda d: write(d / "list.ipynb", "[1, 2]"), "not a notebook"),
+        (
+            lambda d: write(
+                d / "other.ipynb",
+                nbformat.writes(
+                    nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print('my own notebook')")])
+                ),
+            ),
+            "none of the cells of assignment",
+        ),
+    ],
+)
 def test_unusable_input_is_one_line_and_exit_2(tmp_path, capsys, make_input, problem):
     path = make_input(tmp_path)
     code, out = cli(capsys, "grade", str(path), *FIXTURE_ARGS, "--json")
@@ -324,8 +387,12 @@ def test_self_check_counts_visible_points_only(tmp_path, released, lab_folder, c
     code, out = cli(capsys, "self-check", str(submission), "--json")
     assert code == 1
     report = json.loads(out.out)
-    assert (report["points_passed"], report["visible_points"], report["manual_points"], report["max_points"]) \
-        == (5, 10, 0, 10)
+    assert (report["points_passed"], report["visible_points"], report["manual_points"], report["max_points"]) == (
+        5,
+        10,
+        0,
+        10,
+    )
     assert (report["percent"], report["pass_mark_percent"], report["points_to_pass"]) == (50, 80, 8)
     assert report["reaches_pass_mark"] is False
     assert [f["cell"] for f in report["failed"]] == ["q2_test", "q4_test", "q5_test"]
@@ -354,9 +421,11 @@ def test_export_plugin_adds_passed_column(tmp_path, monkeypatch):
         for name, points in [("q1_test", 3), ("q2_test", 2), ("q3_test", 2), ("q4_test", 2)]:
             gb.add_grade_cell(name, ASSIGNMENT, ASSIGNMENT, max_score=points, cell_type="code")
         gb.add_grade_cell("q5_written", ASSIGNMENT, ASSIGNMENT, max_score=1, cell_type="markdown")
-        scores = {"alice": {"q1_test": 3, "q2_test": 2, "q3_test": 2, "q4_test": 0, "q5_written": 1},  # 8: True
-                  "bob": {"q1_test": 3, "q2_test": 2, "q3_test": 2, "q4_test": 0, "q5_written": 0},    # 7: False
-                  "carol": {"q1_test": 3, "q2_test": 2, "q3_test": 2, "q4_test": 2, "q5_written": None}}  # pending
+        scores = {
+            "alice": {"q1_test": 3, "q2_test": 2, "q3_test": 2, "q4_test": 0, "q5_written": 1},  # 8: True
+            "bob": {"q1_test": 3, "q2_test": 2, "q3_test": 2, "q4_test": 0, "q5_written": 0},  # 7: False
+            "carol": {"q1_test": 3, "q2_test": 2, "q3_test": 2, "q4_test": 2, "q5_written": None},
+        }  # pending
         for student, grades in scores.items():
             gb.add_student(student)
             gb.add_submission(ASSIGNMENT, student)
@@ -369,22 +438,33 @@ def test_export_plugin_adds_passed_column(tmp_path, monkeypatch):
             gb.db.commit()
         gb.add_student("dave")  # submitted nothing: 0 points, False
     env = dict(os.environ, PATH=VENV_BIN + os.pathsep + os.environ.get("PATH", ""))
-    proc = subprocess.run([str(Path(VENV_BIN) / "nbgrader"), "export", "--to", "grades.csv"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(Path(VENV_BIN) / "nbgrader"), "export", "--to", "grades.csv"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "PassMarkExportPlugin" in proc.stderr  # chosen by the repository's nbgrader_config.py
     with open(tmp_path / "grades.csv", newline="") as fh:
         rows = {r["student_id"]: r for r in csv.DictReader(fh)}
     assert list(rows["alice"])[-1] == "passed"
     assert {s: (float(r["score"]), float(r["max_score"]), r["passed"]) for s, r in rows.items()} == {
-        "alice": (8, 10, "True"), "bob": (7, 10, "False"), "carol": (9, 10, "pending"), "dave": (0, 10, "False")}
+        "alice": (8, 10, "True"),
+        "bob": (7, 10, "False"),
+        "carol": (9, 10, "pending"),
+        "dave": (0, 10, "False"),
+    }
 
 
 def test_readme_documents_the_grading_keys():
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## For instructors", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"`([a-z_]+)`", section)) | {
-        k for group in re.findall(r"`\{([a-z_, ]+)\}`", section) for k in group.replace(" ", "").split(",")}
+        k for group in re.findall(r"`\{([a-z_, ]+)\}`", section) for k in group.replace(" ", "").split(",")
+    }
     grade_keys = set(grading.GradeReport(1, 2, 50, False).to_dict()) | {"cell", "points", "max_points", "message"}
     check = grading.SelfCheckReport("x.ipynb", 1, 2, 0, 2, 50, 1.6, False)
     assert grade_keys - documented == set()

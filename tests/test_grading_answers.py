@@ -4,6 +4,7 @@ The learner's kernel can send any JSON text at all; whatever it sends, the grade
 (or a course type, by its own constructor) or a ``Rejected`` answer that fails the checks reading it. It never
 raises: an exception there would make the whole submission ungradable.
 """
+
 import json
 import subprocess
 import sys
@@ -31,15 +32,18 @@ def test_a_phase_timer_comes_back_with_its_records():
     assert all(type(start) is float and type(end) is float for _, start, end in back._records)
 
 
-@pytest.mark.parametrize("record,why", [
-    (["data", True, 2.0], "a phase record that is not"),  # a bool is not a number of seconds
-    (["data", 1, "2"], "a phase record that is not"),
-    ([7, 1.0, 2.0], "a phase record that is not"),  # the phase is a name
-    (["data", 2.0, 1.0], "a phase record that is not"),  # ends before it starts
-    (["data", 1.0], "not enough values"),
-    (["data", 1.0, 2.0, 3.0], "too many values"),
-    ("data", "a sequence sent as something else"),
-])
+@pytest.mark.parametrize(
+    "record,why",
+    [
+        (["data", True, 2.0], "a phase record that is not"),  # a bool is not a number of seconds
+        (["data", 1, "2"], "a phase record that is not"),
+        ([7, 1.0, 2.0], "a phase record that is not"),  # the phase is a name
+        (["data", 2.0, 1.0], "a phase record that is not"),  # ends before it starts
+        (["data", 1.0], "not enough values"),
+        (["data", 1.0, 2.0, 3.0], "too many values"),
+        ("data", "a sequence sent as something else"),
+    ],
+)
 def test_a_malformed_phase_record_is_rejected(record, why):
     back = answers.loads(sent_timer([["data", 0.0, 1.0], record]), "timer")
     assert isinstance(back, answers.Rejected) and why in back.why, back
@@ -47,16 +51,18 @@ def test_a_malformed_phase_record_is_rejected(record, why):
 
 def test_numbers_too_large_for_a_float_are_rejected_not_raised():
     huge = "1" + "0" * 400  # valid JSON; float() of it overflows
-    back = answers.loads('{"value": {"__type__": "%s", "records": [["data", 1, %s]]}}' % (TIMER, huge), "timer")
+    back = answers.loads(f'{{"value": {{"__type__": "{TIMER}", "records": [["data", 1, {huge}]]}}}}', "timer")
     assert isinstance(back, answers.Rejected) and "OverflowError" in back.why
-    assert answers.loads('{"value": %s}' % huge, "n") == int(huge)  # a plain int of any size is still an int
+    assert answers.loads(f'{{"value": {huge}}}', "n") == int(huge)  # a plain int of any size is still an int
 
 
 def test_the_kernel_loads_the_answer_module_without_nbgrader():
     # The sandboxed kernel imports this module before the learner's first cell; through the grading package it
     # used to load nbgrader, nbformat and jsonschema too (seconds of start-up in every graded kernel).
-    code = ("import sys, gpucost_lab.grading.answers; "
-            "print(sorted(m for m in ('nbgrader', 'nbformat', 'jsonschema', 'nbclient') if m in sys.modules))")
+    code = (
+        "import sys, gpucost_lab.grading.answers; "
+        "print(sorted(m for m in ('nbgrader', 'nbformat', 'jsonschema', 'nbclient') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.strip() == "[]"
 

@@ -10,6 +10,7 @@ The fixture lab (tests/fixtures/grading/solutions/mini_lab) has five questions w
 (``POINTS``). Every expected score below is the sum of the points of the questions a learner *really* answered,
 worked out by hand from those points: an attack must add nothing to it, and must take nothing from anyone else.
 """
+
 import copy
 import csv
 import os
@@ -22,11 +23,11 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
+from test_grading_attacks import ATTACKS, POINTS, RIGHT, SOURCE_ROOT, grade_id, notebook
 
 from gpucost_lab import grading
 from gpucost_lab.class_grading import grade_class
 from gpucost_lab.grading.sandbox import unavailable_reason
-from test_grading_attacks import ATTACKS, POINTS, RIGHT, SOURCE_ROOT, grade_id, notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 ASSIGNMENT = "mini_lab"
@@ -41,31 +42,34 @@ pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sa
 # What the gradebook writer runs on every gradebook it opens: everybody's points to 0, then 100 points of extra
 # credit and of manual score on every row (test_the_gradebook_writer_s_sql_works_on_a_gradebook_it_can_reach: it
 # does that to a gradebook it can open).
-GRADEBOOK_SQL = ("update grade set auto_score = 0, manual_score = 0; "
-                 "update grade set extra_credit = 100, manual_score = 100;")
+GRADEBOOK_SQL = (
+    "update grade set auto_score = 0, manual_score = 0; update grade set extra_credit = 100, manual_score = 100;"
+)
 
 
 def gradebook_writer(course: Path) -> str:
     """An answer cell that opens every gradebook.db it can think of and rewrites it, then empties every file it can
     reach in the course and around its own folder (the lab's source and release included)."""
-    return (f"import glob, os, sqlite3\n"
-            f"COURSE = {str(course)!r}\n"
-            f"PLACES = ['../../../gradebook.db', '../../gradebook.db', '../gradebook.db', 'gradebook.db',\n"
-            f"          os.path.join(COURSE, 'gradebook.db'), os.path.expanduser('~/gradebook.db')]\n"
-            f"PLACES += glob.glob(COURSE + '/**/*.db', recursive=True) + glob.glob('../**/*.db', recursive=True)\n"
-            f"PLACES += glob.glob('/tmp/**/gradebook.db', recursive=True)\n"
-            f"for db in PLACES:\n"
-            f"    try:\n"
-            f"        con = sqlite3.connect(db)\n"
-            f"        con.executescript({GRADEBOOK_SQL!r})\n"
-            f"        con.commit()\n"
-            f"    except sqlite3.Error:\n"
-            f"        pass\n"
-            f"for p in glob.glob(COURSE + '/**/*', recursive=True) + glob.glob('../**/*', recursive=True):\n"
-            f"    try:\n"
-            f"        open(p, 'w').write('')\n"
-            f"    except OSError:\n"
-            f"        pass\n")
+    return (
+        f"import glob, os, sqlite3\n"
+        f"COURSE = {str(course)!r}\n"
+        f"PLACES = ['../../../gradebook.db', '../../gradebook.db', '../gradebook.db', 'gradebook.db',\n"
+        f"          os.path.join(COURSE, 'gradebook.db'), os.path.expanduser('~/gradebook.db')]\n"
+        f"PLACES += glob.glob(COURSE + '/**/*.db', recursive=True) + glob.glob('../**/*.db', recursive=True)\n"
+        f"PLACES += glob.glob('/tmp/**/gradebook.db', recursive=True)\n"
+        f"for db in PLACES:\n"
+        f"    try:\n"
+        f"        con = sqlite3.connect(db)\n"
+        f"        con.executescript({GRADEBOOK_SQL!r})\n"
+        f"        con.commit()\n"
+        f"    except sqlite3.Error:\n"
+        f"        pass\n"
+        f"for p in glob.glob(COURSE + '/**/*', recursive=True) + glob.glob('../**/*', recursive=True):\n"
+        f"    try:\n"
+        f"        open(p, 'w').write('')\n"
+        f"    except OSError:\n"
+        f"        pass\n"
+    )
 
 
 def files(folder: Path) -> dict:
@@ -129,7 +133,8 @@ def plain(tmp_path_factory):
     config = (ROOT / "nbgrader_config.py").read_text()
     (course / "nbgrader_config.py").write_text(
         config + f"\n# this test's course: a short limit per cell\nc.SandboxedExecute.timeout = {TIMEOUT_S}\n"
-                 f"c.Execute.timeout = {TIMEOUT_S}\n")
+        f"c.Execute.timeout = {TIMEOUT_S}\n"
+    )
     generated = nbgrader(course, "generate_assignment", ASSIGNMENT)
     assert generated.returncode == 0, generated.stdout + generated.stderr
     release = course / "labs" / ASSIGNMENT
@@ -186,8 +191,11 @@ def autograded_nb(course: Path, student: str):
 
 
 def not_run(nb) -> list:
-    return [c for c in nb.cells if c.cell_type == "code"
-            and any("[not run when graded]" in out.get("text", "") for out in c.get("outputs", []))]
+    return [
+        c
+        for c in nb.cells
+        if c.cell_type == "code" and any("[not run when graded]" in out.get("text", "") for out in c.get("outputs", []))
+    ]
 
 
 def test_the_class_is_autograded_in_one_run(plain):
@@ -211,7 +219,9 @@ def test_no_extra_credit_or_manual_score_anywhere_in_the_gradebook(plain):
     with sqlite3.connect(plain.course / "gradebook.db") as db:
         # autograding writes auto scores only: the writer's 100s are nowhere
         assert db.execute("select max(extra_credit), max(manual_score) from grade").fetchone() in (
-            (None, None), (0, None))
+            (None, None),
+            (0, None),
+        )
 
 
 def test_the_lab_s_source_and_release_are_unchanged(plain):
@@ -238,9 +248,14 @@ def test_the_export_has_the_pass_mark_of_each_learner(plain):
         rows = {r["student_id"]: (float(r["score"]), r["passed"]) for r in csv.DictReader(fh)}
     # 80% of 10 is 8: the full marks pass, 9 passes, 0 does not
     assert {s: rows[s] for s in EXPECTED} == {
-        "a_honest": (10, "True"), "b_gradebook_writer": (0, "False"), "b_input_transformer": (0, "False"),
-        "b_stealthy_transformer": (0, "False"), PADDED: (10, "True"), PADDED_EARLY: (9, "True"),
-        "z_honest": (10, "True")}
+        "a_honest": (10, "True"),
+        "b_gradebook_writer": (0, "False"),
+        "b_input_transformer": (0, "False"),
+        "b_stealthy_transformer": (0, "False"),
+        PADDED: (10, "True"),
+        PADDED_EARLY: (9, "True"),
+        "z_honest": (10, "True"),
+    }
 
 
 def test_cells_past_the_cap_are_not_run_but_every_test_is_graded(plain):
@@ -269,10 +284,11 @@ CLASS = {"honest": (FULL, True), "gradebook_writer": (0, False), "stealthy_trans
 @pytest.fixture(scope="module")
 def graded_class(tmp_path_factory):
     folder = tmp_path_factory.mktemp("class")
-    paths = {"honest": notebook(folder / "honest", RIGHT),
-             "gradebook_writer": notebook(folder / "gradebook_writer", {}, before=gradebook_writer(folder)),
-             "stealthy_transformer": notebook(folder / "stealthy_transformer", {},
-                                              before=ATTACKS["stealthy transformer"])}
+    paths = {
+        "honest": notebook(folder / "honest", RIGHT),
+        "gradebook_writer": notebook(folder / "gradebook_writer", {}, before=gradebook_writer(folder)),
+        "stealthy_transformer": notebook(folder / "stealthy_transformer", {}, before=ATTACKS["stealthy transformer"]),
+    }
     before = files(folder)
     frame = grade_class(folder, workers=2, assignment=ASSIGNMENT, source_root=SOURCE_ROOT, timeout_s=TIMEOUT_S)
     return SimpleNamespace(folder=folder, paths=paths, before=before, frame=frame)
@@ -290,8 +306,9 @@ def test_grade_class_leaves_the_submissions_as_they_were(graded_class):
 
 @pytest.mark.parametrize("student", sorted(CLASS))
 def test_grade_gives_each_learner_of_the_class_the_same_score(graded_class, student):
-    report = grading.grade(graded_class.paths[student], assignment=ASSIGNMENT, source_root=SOURCE_ROOT,
-                           timeout_s=TIMEOUT_S)
+    report = grading.grade(
+        graded_class.paths[student], assignment=ASSIGNMENT, source_root=SOURCE_ROOT, timeout_s=TIMEOUT_S
+    )
     assert (report.score, report.passed) == CLASS[student]
 
 
@@ -306,8 +323,9 @@ UNINTERRUPTIBLE = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n
 
 def test_a_learner_who_breaks_their_own_kernel_scores_0_and_is_told_it_stopped(tmp_path):
     path = notebook(tmp_path / "sub", {}, before=KERNEL_BREAKER)  # a blank lab: 0 whatever the kernel does
-    report = grading.grade(path, assignment=ASSIGNMENT, source_root=SOURCE_ROOT, timeout_s=TIMEOUT_S,
-                           course_dir=tmp_path / "course")
+    report = grading.grade(
+        path, assignment=ASSIGNMENT, source_root=SOURCE_ROOT, timeout_s=TIMEOUT_S, course_dir=tmp_path / "course"
+    )
     assert (report.score, report.passed) == (0, False)
     failed = {f["cell"]: f["message"] for f in report.failed}
     assert set(failed) == set(TESTS)
@@ -315,14 +333,20 @@ def test_a_learner_who_breaks_their_own_kernel_scores_0_and_is_told_it_stopped(t
     assert "CellTimeoutError" in failed["q1_test"] and "q1_answer" in failed["q1_test"]
     # the kernel was given up on after Q1's answer: no later cell of the learner's was sent to it
     assert [grade_id(c) for c in not_run(autograded_nb(tmp_path / "course", "student"))] == [
-        "q2_answer", "q3_answer", "q4_answer", "q5_answer", ""]  # "": the lab's closing self-check cell
+        "q2_answer",
+        "q3_answer",
+        "q4_answer",
+        "q5_answer",
+        "",
+    ]  # "": the lab's closing self-check cell
 
 
 def test_a_loop_that_ignores_the_interrupt_costs_only_the_rest_of_the_notebook(tmp_path):
     # Q1 to Q4 answered right before it: 3 + 2 + 2 + 2 = 9; Q5's function is never defined
     answers = {**RIGHT, "q5": UNINTERRUPTIBLE + "\n\n" + RIGHT["q5"]}
-    report = grading.grade(notebook(tmp_path / "sub", answers), assignment=ASSIGNMENT, source_root=SOURCE_ROOT,
-                           timeout_s=TIMEOUT_S)
+    report = grading.grade(
+        notebook(tmp_path / "sub", answers), assignment=ASSIGNMENT, source_root=SOURCE_ROOT, timeout_s=TIMEOUT_S
+    )
     assert (report.score, report.passed) == (FULL - POINTS["q5"], True)
     assert [f["cell"] for f in report.failed] == ["q5_test"]
     assert "the kernel had stopped answering" in report.failed[0]["message"]

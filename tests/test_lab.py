@@ -3,6 +3,7 @@
 Points (from the lab's own headings): 1 instrument 3, 2 balance 2, 3 dominant 3, 4 correlate 1, 5 decide 2,
 6 act 2, 7 price 2, 8 re-profile 1 = 16; 80% is 12.8, so 13 points pass and 12 fail.
 """
+
 import json
 import shutil
 import subprocess
@@ -33,12 +34,17 @@ def test_release_is_what_nbgrader_generates_from_the_source(tmp_path):
     shutil.copytree(ROOT / "solutions", course / "solutions")
     shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
     nbgrader = Path(sys.executable).with_name("nbgrader")
-    subprocess.run([str(nbgrader), "generate_assignment", LAB, "--force", "--no-db", "--log-level=ERROR"],
-                   cwd=course, check=True, capture_output=True)
+    subprocess.run(
+        [str(nbgrader), "generate_assignment", LAB, "--force", "--no-db", "--log-level=ERROR"],
+        cwd=course,
+        check=True,
+        capture_output=True,
+    )
     fresh = nbformat.read(course / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
     committed = nbformat.read(RELEASE, as_version=4)
-    assert [(c.cell_type, c.source, _meta(c)) for c in committed.cells] == \
-        [(c.cell_type, c.source, _meta(c)) for c in fresh.cells], "labs/ drifted from solutions/: run `make labs`"
+    assert [(c.cell_type, c.source, _meta(c)) for c in committed.cells] == [
+        (c.cell_type, c.source, _meta(c)) for c in fresh.cells
+    ], "labs/ drifted from solutions/: run `make labs`"
 
 
 def test_release_holds_no_solution_and_no_hidden_test():
@@ -50,7 +56,7 @@ def test_release_holds_no_solution_and_no_hidden_test():
         if _meta(cell).get("solution"):
             assert "raise NotImplementedError" in cell.source
             solution = _cells(source)[gid].source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
-            for line in filter(None, (l.strip() for l in solution.splitlines())):
+            for line in filter(None, (ln.strip() for ln in solution.splitlines())):
                 assert line not in cell.source, f"{gid}: solution line {line!r} leaked into labs/"
 
 
@@ -64,7 +70,7 @@ def test_solution_scores_100_percent(tmp_path):
     submission = tmp_path / f"{LAB}.ipynb"
     nb = nbformat.read(SOURCE, as_version=4)
     for cell in nb.cells:  # a learner's copy of the source: markers gone, answers in place
-        cell.source = "\n".join(l for l in cell.source.splitlines() if "### " not in l)
+        cell.source = "\n".join(ln for ln in cell.source.splitlines() if "### " not in ln)
     nbformat.write(nb, submission)
     report = grade(submission, feedback_dir=tmp_path)
     assert (report.score, report.max_score, report.passed) == (16, 16, True)
@@ -77,21 +83,32 @@ def _partial(tmp_path, answered: set) -> Path:
     for cell in release.cells:
         gid = _meta(cell).get("grade_id")
         if _meta(cell).get("solution") and gid in answered:
-            cell.source = "\n".join(l for l in source[gid].source.splitlines() if "### " not in l)
+            cell.source = "\n".join(ln for ln in source[gid].source.splitlines() if "### " not in ln)
     path = tmp_path / f"{LAB}.ipynb"
     nbformat.write(release, path)
     return path
 
 
-ALL_ANSWERS = {"lab_instrument", "lab_balance", "lab_dominant", "lab_correlate", "lab_decide", "lab_act",
-               "lab_price", "lab_revalidate"}
+ALL_ANSWERS = {
+    "lab_instrument",
+    "lab_balance",
+    "lab_dominant",
+    "lab_correlate",
+    "lab_decide",
+    "lab_act",
+    "lab_price",
+    "lab_revalidate",
+}
 
 
-@pytest.mark.parametrize("left_out,points,passed", [
-    (set(ALL_ANSWERS), 0, False),  # the release as handed out
-    ({"lab_dominant"}, 13, True),  # 16 - 3 = 13 of 16: 81.25%
-    ({"lab_dominant", "lab_correlate"}, 12, False),  # 16 - 3 - 1 = 12 of 16: 75%
-])
+@pytest.mark.parametrize(
+    "left_out,points,passed",
+    [
+        (set(ALL_ANSWERS), 0, False),  # the release as handed out
+        ({"lab_dominant"}, 13, True),  # 16 - 3 = 13 of 16: 81.25%
+        ({"lab_dominant", "lab_correlate"}, 12, False),  # 16 - 3 - 1 = 12 of 16: 75%
+    ],
+)
 def test_partial_answers_score_their_points(tmp_path, left_out, points, passed):
     report = grade(_partial(tmp_path, ALL_ANSWERS - left_out), feedback_dir=tmp_path)
     assert report.max_score == 16
@@ -112,14 +129,16 @@ def _tests_of(answer_gid: str) -> set:
 
 def test_cli_grade_exit_codes(tmp_path):
     script = Path(sys.executable).with_name("gpucost-lab")
-    failing = subprocess.run([str(script), "grade", str(_partial(tmp_path, set())), "--json"],
-                             capture_output=True, text=True, timeout=600)
+    failing = subprocess.run(
+        [str(script), "grade", str(_partial(tmp_path, set())), "--json"], capture_output=True, text=True, timeout=600
+    )
     assert failing.returncode == 1
     assert json.loads(failing.stdout)["passed"] is False
 
 
 def test_instructor_workflow_from_the_readme(tmp_path):
-    """generate_assignment, autograde, generate_feedback and export, as the README lists them, on a copy of the course."""
+    """generate_assignment, autograde, generate_feedback and export, as the README lists them, on a copy of
+    the course."""
     import csv
     import os
 
@@ -130,8 +149,9 @@ def test_instructor_workflow_from_the_readme(tmp_path):
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")  # as after `. .venv/bin/activate`
 
     def nbgrader(*args):
-        proc = subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=course, env=env, capture_output=True,
-                              text=True, timeout=600)
+        proc = subprocess.run(
+            [str(bin_dir / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True, timeout=600
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
 
     nbgrader("generate_assignment", LAB, "--force")
@@ -146,7 +166,9 @@ def test_instructor_workflow_from_the_readme(tmp_path):
     with open(course / "grades.csv", newline="") as fh:
         rows = {r["student_id"]: r for r in csv.DictReader(fh)}
     assert {s: (float(r["score"]), float(r["max_score"]), r["passed"]) for s, r in rows.items()} == {
-        "alice": (16, 16, "True"), "bob": (0, 16, "False")}
+        "alice": (16, 16, "True"),
+        "bob": (0, 16, "False"),
+    }
 
 
 def test_source_root_is_found_from_the_course_folder_when_installed_elsewhere(tmp_path, monkeypatch):

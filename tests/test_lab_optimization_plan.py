@@ -1,4 +1,5 @@
-"""The capstone lab, optimization_plan: its release matches its source, hides what it must, and grades as the points say.
+"""The capstone lab, optimization_plan: its release matches its source, hides what it must, and grades as
+the points say.
 
 Points (from the lab's own headings): 1 diagnose 3 (idle share 1, fix 2), 2 parity 3 (report 2, tolerance 1),
 3 cost to target 4 (costs 2, ratio 2), 4 memory 2 (largest microbatch 1, accumulation 1), 5 decision 3 (decision 2,
@@ -6,6 +7,7 @@ production 1), 6 principle 1 = 16; 80% is 12.8, so 13 points pass and 12 fail. S
 (parity -> costs -> decision, throughput -> memory plan -> decision); sections 1 and 6 stand alone, so they are the
 ones left out of the partial answer sets.
 """
+
 import csv
 import json
 import os
@@ -39,12 +41,17 @@ def test_release_is_what_nbgrader_generates_from_the_source(tmp_path):
     shutil.copytree(ROOT / "solutions", course / "solutions")
     shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
     nbgrader = Path(sys.executable).with_name("nbgrader")
-    subprocess.run([str(nbgrader), "generate_assignment", LAB, "--force", "--no-db", "--log-level=ERROR"],
-                   cwd=course, check=True, capture_output=True)
+    subprocess.run(
+        [str(nbgrader), "generate_assignment", LAB, "--force", "--no-db", "--log-level=ERROR"],
+        cwd=course,
+        check=True,
+        capture_output=True,
+    )
     fresh = nbformat.read(course / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
     committed = nbformat.read(RELEASE, as_version=4)
-    assert [(c.cell_type, c.source, _meta(c)) for c in committed.cells] == \
-        [(c.cell_type, c.source, _meta(c)) for c in fresh.cells], "labs/ drifted from solutions/: run `make labs`"
+    assert [(c.cell_type, c.source, _meta(c)) for c in committed.cells] == [
+        (c.cell_type, c.source, _meta(c)) for c in fresh.cells
+    ], "labs/ drifted from solutions/: run `make labs`"
 
 
 def test_release_holds_no_solution_and_no_hidden_test():
@@ -57,11 +64,11 @@ def test_release_holds_no_solution_and_no_hidden_test():
         if _meta(cell).get("solution"):
             assert "raise NotImplementedError" in cell.source
             solution = _cells(source)[gid].source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
-            for line in filter(None, (l.strip() for l in solution.splitlines())):
+            for line in filter(None, (ln.strip() for ln in solution.splitlines())):
                 assert line not in cell.source, f"{gid}: solution line {line!r} leaked into labs/"
         elif _meta(cell).get("grade"):
             hidden = _cells(source)[gid].source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
-            for line in filter(None, (l.strip() for l in hidden.splitlines())):
+            for line in filter(None, (ln.strip() for ln in hidden.splitlines())):
                 if not line.startswith(("from ", "import ")):  # helper imports may repeat the visible part's
                     assert line not in cell.source, f"{gid}: hidden test line {line!r} leaked into labs/"
 
@@ -90,7 +97,7 @@ def test_solution_scores_100_percent(tmp_path):
     submission = tmp_path / f"{LAB}.ipynb"
     nb = nbformat.read(SOURCE, as_version=4)
     for cell in nb.cells:  # a learner's copy of the source: markers gone, answers in place
-        cell.source = "\n".join(l for l in cell.source.splitlines() if "### " not in l)
+        cell.source = "\n".join(ln for ln in cell.source.splitlines() if "### " not in ln)
     nbformat.write(nb, submission)
     report = grade(submission, assignment=LAB, feedback_dir=tmp_path)
     assert (report.score, report.max_score, report.passed) == (16, 16, True), report.failed
@@ -103,14 +110,21 @@ def _partial(tmp_path, answered: set) -> Path:
     for cell in release.cells:
         gid = _meta(cell).get("grade_id")
         if _meta(cell).get("solution") and gid in answered:
-            cell.source = "\n".join(l for l in source[gid].source.splitlines() if "### " not in l)
+            cell.source = "\n".join(ln for ln in source[gid].source.splitlines() if "### " not in ln)
     path = tmp_path / f"{LAB}.ipynb"
     nbformat.write(release, path)
     return path
 
 
-ALL_ANSWERS = {"plan_diagnose", "plan_parity_runs", "plan_memory", "plan_memory_fix", "plan_throughput",
-               "plan_release", "plan_principle"}
+ALL_ANSWERS = {
+    "plan_diagnose",
+    "plan_parity_runs",
+    "plan_memory",
+    "plan_memory_fix",
+    "plan_throughput",
+    "plan_release",
+    "plan_principle",
+}
 
 
 def test_all_answers_are_listed():
@@ -118,11 +132,14 @@ def test_all_answers_are_listed():
     assert {gid for gid, c in _cells(source).items() if _meta(c).get("solution")} == ALL_ANSWERS
 
 
-@pytest.mark.parametrize("left_out,points,passed", [
-    (set(ALL_ANSWERS), 0, False),  # the release as handed out
-    ({"plan_diagnose"}, 13, True),  # 16 - 3 = 13 of 16: 81.25%
-    ({"plan_diagnose", "plan_principle"}, 12, False),  # 16 - 3 - 1 = 12 of 16: 75%
-])
+@pytest.mark.parametrize(
+    "left_out,points,passed",
+    [
+        (set(ALL_ANSWERS), 0, False),  # the release as handed out
+        ({"plan_diagnose"}, 13, True),  # 16 - 3 = 13 of 16: 81.25%
+        ({"plan_diagnose", "plan_principle"}, 12, False),  # 16 - 3 - 1 = 12 of 16: 75%
+    ],
+)
 def test_partial_answers_score_their_points(tmp_path, left_out, points, passed):
     report = grade(_partial(tmp_path, ALL_ANSWERS - left_out), assignment=LAB, feedback_dir=tmp_path)
     assert report.max_score == 16
@@ -144,8 +161,15 @@ def _tests_of(answer_gid: str) -> set:
 def test_points_per_section_match_the_docstring():
     source = _cells(nbformat.read(SOURCE, as_version=4))
     points = {gid: sum(_meta(source[t])["points"] for t in _tests_of(gid)) for gid in ALL_ANSWERS}
-    assert points == {"plan_diagnose": 3, "plan_parity_runs": 3, "plan_throughput": 4, "plan_memory": 1,
-                      "plan_memory_fix": 1, "plan_release": 3, "plan_principle": 1}
+    assert points == {
+        "plan_diagnose": 3,
+        "plan_parity_runs": 3,
+        "plan_throughput": 4,
+        "plan_memory": 1,
+        "plan_memory_fix": 1,
+        "plan_release": 3,
+        "plan_principle": 1,
+    }
 
 
 def test_instructor_workflow_from_the_readme(tmp_path):
@@ -157,8 +181,9 @@ def test_instructor_workflow_from_the_readme(tmp_path):
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")  # as after `. .venv/bin/activate`
 
     def nbgrader(*args):
-        proc = subprocess.run([str(bin_dir / "nbgrader"), *args], cwd=course, env=env, capture_output=True,
-                              text=True, timeout=600)
+        proc = subprocess.run(
+            [str(bin_dir / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True, timeout=600
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
 
     nbgrader("generate_assignment", LAB, "--force")
@@ -173,13 +198,19 @@ def test_instructor_workflow_from_the_readme(tmp_path):
     with open(course / "grades.csv", newline="") as fh:
         rows = {r["student_id"]: r for r in csv.DictReader(fh) if r["assignment"] == LAB}
     assert {s: (float(r["score"]), float(r["max_score"]), r["passed"]) for s, r in rows.items()} == {
-        "alice": (16, 16, "True"), "bob": (0, 16, "False")}
+        "alice": (16, 16, "True"),
+        "bob": (0, 16, "False"),
+    }
 
 
 def test_cli_grades_this_lab_by_name(tmp_path):
     script = Path(sys.executable).with_name("gpucost-lab")
-    failing = subprocess.run([str(script), "grade", str(_partial(tmp_path, set())), "--assignment", LAB, "--json"],
-                             capture_output=True, text=True, timeout=600)
+    failing = subprocess.run(
+        [str(script), "grade", str(_partial(tmp_path, set())), "--assignment", LAB, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert failing.returncode == 1, failing.stderr
     report = json.loads(failing.stdout)
     assert (report["passed"], report["max_score"]) == (False, 16)

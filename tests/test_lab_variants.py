@@ -1,6 +1,7 @@
 """The labs with per-learner numbers, graded: the method scores full marks for any learner, numbers copied from
 another learner fail the numeric questions (in grade and in self-check alike), a slip in section 5 costs one
 question, and every hidden check is announced in the released lab."""
+
 import re
 from pathlib import Path
 
@@ -29,7 +30,9 @@ def _meta(cell):
 
 
 def _tests(path):
-    return [c for c in nbformat.read(path, as_version=4).cells if _meta(c).get("grade") and not _meta(c).get("solution")]
+    return [
+        c for c in nbformat.read(path, as_version=4).cells if _meta(c).get("grade") and not _meta(c).get("solution")
+    ]
 
 
 @pytest.mark.parametrize("lab", LABS)
@@ -49,8 +52,18 @@ def test_every_hidden_block_is_announced_by_the_mark_in_source_and_release(lab):
 def test_no_test_hard_codes_the_self_study_job(lab):
     # the numbers come from the setup cell's names, which the grader computes for the learner's id
     for cell in _tests(ROOT / "solutions" / lab / f"{lab}.ipynb"):
-        for literal in ("2.10", "2_000_000_000", "0.10", '"eval_checkpoint_heavy"', '"dataloader_stall"', "8.0",
-                        "1e-4", "0.0001", "device_gb=24", "(24 *"):
+        for literal in (
+            "2.10",
+            "2_000_000_000",
+            "0.10",
+            '"eval_checkpoint_heavy"',
+            '"dataloader_stall"',
+            "8.0",
+            "1e-4",
+            "0.0001",
+            "device_gb=24",
+            "(24 *",
+        ):
             assert literal not in cell.source, (_meta(cell)["grade_id"], literal)
 
 
@@ -65,10 +78,13 @@ def _copied_values(learner: str) -> dict:
     lever = next(name for name, (phase, _) in LOOP_LEVERS.items() if phase == largest)
     improved = job.loop().with_lever(lever)
     after = run_instrumented(improved, PhaseTimer(clock=improved.clock)).wall_s
-    return {"run_cost_usd": wall / 3600 * job.price_per_hour_usd,
-            "overhead_share": (seconds["eval"] + seconds["checkpoint"]) / wall,
-            "bound_share": seconds[largest] / wall, "saving_share": 1 - after / wall,
-            "saved_usd_per_run": (wall - after) / 3600 * job.price_per_hour_usd}
+    return {
+        "run_cost_usd": wall / 3600 * job.price_per_hour_usd,
+        "overhead_share": (seconds["eval"] + seconds["checkpoint"]) / wall,
+        "bound_share": seconds[largest] / wall,
+        "saving_share": 1 - after / wall,
+        "saved_usd_per_run": (wall - after) / 3600 * job.price_per_hour_usd,
+    }
 
 
 def _lab1_with(tmp_path: Path, name: str, extra: str = "", replace: dict | None = None) -> Path:
@@ -105,7 +121,9 @@ def test_the_method_scores_full_marks_for_any_learner_and_one_slip_costs_one_que
     solution = grade(LAB1, student="carol", feedback_dir=tmp_path)
     assert (solution.score, solution.passed) == (16, True)
     # chapter 05's 90% bound instead of the whole phase: lab_bound (1 point) and nothing else
-    slip = _lab1_with(tmp_path, "slip", replace={'LOOP_LEVERS[lever][0], "share"])': 'LOOP_LEVERS[lever][0], "share"]) * 0.9'})
+    slip = _lab1_with(
+        tmp_path, "slip", replace={'LOOP_LEVERS[lever][0], "share"])': 'LOOP_LEVERS[lever][0], "share"]) * 0.9'}
+    )
     assert "* 0.9" in slip.read_text()
     report = grade(slip, student="carol", feedback_dir=tmp_path)
     assert (report.score, [f["cell"] for f in report.failed]) == (15, ["lab_bound"])
@@ -132,8 +150,11 @@ def test_lab2_memory_plan_scores_for_any_learner_and_the_self_study_numbers_fail
     assert (solution.score, solution.passed) == (16, True), solution.failed
     # the self-study job's answers, by hand: floor((100,000 x 0.9 - 63,072) / 640) = 42 samples; 64 runs as 2
     # microbatches of 32, each optimizer step 1 + 0.15 as long. Alice's device binds harder (20 to 31 samples).
-    copied = _lab2_with(tmp_path, "copied", {"plan_memory": "max_microbatch = 42",
-                                              "plan_memory_fix": "accumulation_steps, step_time_factor = 2, 1.15"})
+    copied = _lab2_with(
+        tmp_path,
+        "copied",
+        {"plan_memory": "max_microbatch = 42", "plan_memory_fix": "accumulation_steps, step_time_factor = 2, 1.15"},
+    )
     report = grade(copied, student="alice", feedback_dir=tmp_path)
     # both memory questions, and the decision, whose nightly hours use the copied step-time factor
     assert {f["cell"] for f in report.failed} == {"plan_max_microbatch", "plan_accumulation", "plan_decision"}

@@ -7,6 +7,7 @@ every step). Before backward frees them it saves ``x`` (addmm keeps its input fo
 32 x 256 x 4 = 32,768 bytes) and ``out`` (pow keeps its input: another 32,768 bytes); the loss itself is
 one float32, 4 bytes.
 """
+
 import gc
 
 import pytest
@@ -132,8 +133,10 @@ def test_the_report_keeps_every_sample_and_restores_the_collector():
     assert d["leaking"] is True and len(d["samples"]) == 8 and d["samples"][0]["step"] == 1
 
 
-@pytest.mark.parametrize("kwargs,field", [({"steps": 4}, "steps"), ({"warmup_steps": -1}, "warmup_steps"),
-                                          ({"min_growth_share": 0}, "min_growth_share")])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [({"steps": 4}, "steps"), ({"warmup_steps": -1}, "warmup_steps"), ({"min_growth_share": 0}, "min_growth_share")],
+)
 def test_bad_arguments_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         detect_retained_graphs(lambda: None, **kwargs)

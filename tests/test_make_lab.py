@@ -1,4 +1,5 @@
 """`make lab` serves JupyterLab on the course (the README's first command)."""
+
 import json
 import os
 import signal
@@ -25,8 +26,13 @@ def _get(url: str) -> tuple[int, bytes]:
 def test_make_lab_serves_the_chapters():
     port, token = _free_port(), "gpucost-test-token"
     args = f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.token={token}"
-    proc = subprocess.Popen(["make", "-s", "lab", f"PORT={port}", f"LAB_ARGS={args}"], cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(
+        ["make", "-s", "lab", f"PORT={port}", f"LAB_ARGS={args}"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while True:

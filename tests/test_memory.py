@@ -5,6 +5,7 @@ budget = 24 x 0.9 = 21.6 GB; at microbatch 32 each block adds 0.34 x 32 / 10 = 1
 blocks hold 1.088, 2.176, ..., 10.88 GB and the peak is 3.2 + 10.88 = 14.08 GB (headroom 7.52 GB);
 the largest microbatch that fits is floor((21.6 - 3.2) / 0.34) = floor(54.1) = 54.
 """
+
 import math
 
 import pytest
@@ -61,10 +62,19 @@ def test_exact_budget_edge_counts_as_fitting():
     assert ledger.at(18).fits
 
 
-@pytest.mark.parametrize("field,value", [
-    ("static_gb", -1.0), ("activation_gb_per_sample", 0.0), ("device_gb", 0.0), ("device_gb", math.inf),
-    ("reserve_fraction", 1.0), ("reserve_fraction", -0.1), ("blocks", 0), ("static_gb", math.nan),
-])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("static_gb", -1.0),
+        ("activation_gb_per_sample", 0.0),
+        ("device_gb", 0.0),
+        ("device_gb", math.inf),
+        ("reserve_fraction", 1.0),
+        ("reserve_fraction", -0.1),
+        ("blocks", 0),
+        ("static_gb", math.nan),
+    ],
+)
 def test_bad_parameters_name_the_field(field, value):
     kwargs = dict(static_gb=3.2, activation_gb_per_sample=0.34, device_gb=24, reserve_fraction=0.1, blocks=10)
     kwargs[field] = value
@@ -80,8 +90,11 @@ def test_bad_microbatch(microbatch):
 
 ledgers = st.builds(
     MemoryLedger,
-    static_gb=st.floats(0, 100), activation_gb_per_sample=st.floats(1e-3, 10),
-    device_gb=st.floats(1, 200), reserve_fraction=st.floats(0, 0.9), blocks=st.integers(1, 64),
+    static_gb=st.floats(0, 100),
+    activation_gb_per_sample=st.floats(1e-3, 10),
+    device_gb=st.floats(1, 200),
+    reserve_fraction=st.floats(0, 0.9),
+    blocks=st.integers(1, 64),
 )
 
 

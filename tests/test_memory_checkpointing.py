@@ -12,6 +12,7 @@ Largest microbatch: peak activations per sample = 0.034 x 1.9 = 0.0646 GB,
   floor((21.6 - 3.2) / 0.0646) = floor(284.83) = 284  (3.2 + 0.0646 x 284 = 21.5464; x 285 = 21.611 > 21.6).
 Recompute cost: one extra forward, a forward being 1/3 of forward+backward: step time x 4/3.
 """
+
 import math
 
 import pytest
@@ -111,8 +112,11 @@ def test_keep_fraction_one_is_allowed_and_saves_nothing():
 
 ledgers = st.builds(
     MemoryLedger,
-    static_gb=st.floats(0, 100), activation_gb_per_sample=st.floats(1e-3, 10),
-    device_gb=st.floats(1, 200), reserve_fraction=st.floats(0, 0.9), blocks=st.integers(1, 64),
+    static_gb=st.floats(0, 100),
+    activation_gb_per_sample=st.floats(1e-3, 10),
+    device_gb=st.floats(1, 200),
+    reserve_fraction=st.floats(0, 0.9),
+    blocks=st.integers(1, 64),
     checkpoint_keep_fraction=st.floats(1e-3, 1.0),
 )
 

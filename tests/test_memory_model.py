@@ -9,6 +9,7 @@ checkpoint keep fraction 0.1. Stated figures (gpucost_lab.memory_model):
   full recomputation: keep 0.1 (each block's input), step x 4/3
   accumulation: step x (1 + (K - 1) x 0.15)
 """
+
 import math
 
 import pytest
@@ -16,9 +17,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpucost_lab.memory import MemoryLedger
-from gpucost_lab.memory_model import (MICROBATCH_OVERHEAD_FRACTION, SELECTIVE_EXTRA_COMPUTE, SELECTIVE_SAVING_FRACTION,
-                                      accumulation_step_time_factor, activation_scale, selective_saving_fraction,
-                                      static_memory)
+from gpucost_lab.memory_model import (
+    MICROBATCH_OVERHEAD_FRACTION,
+    SELECTIVE_EXTRA_COMPUTE,
+    SELECTIVE_SAVING_FRACTION,
+    accumulation_step_time_factor,
+    activation_scale,
+    selective_saving_fraction,
+    static_memory,
+)
 
 COURSE = MemoryLedger(static_gb=3.2, activation_gb_per_sample=0.34, device_gb=24, reserve_fraction=0.10, blocks=10)
 
@@ -30,11 +37,21 @@ def test_stated_defaults():
 
 # --- static memory from a parameter count ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("precision,optimizer,per_parameter", [
-    ("fp32", "sgd", 8), ("fp32", "sgd-momentum", 12), ("fp32", "adamw", 16),  # 4 + 4 (+ 4) (+ 4 + 4)
-    ("bf16-mixed", "sgd", 8), ("bf16-mixed", "sgd-momentum", 12), ("bf16-mixed", "adamw", 16),  # 2 + 2 + 4 (+ ...)
-    ("fp16-mixed", "sgd", 8), ("fp16-mixed", "sgd-momentum", 12), ("fp16-mixed", "adamw", 16),
-])
+
+@pytest.mark.parametrize(
+    "precision,optimizer,per_parameter",
+    [
+        ("fp32", "sgd", 8),
+        ("fp32", "sgd-momentum", 12),
+        ("fp32", "adamw", 16),  # 4 + 4 (+ 4) (+ 4 + 4)
+        ("bf16-mixed", "sgd", 8),
+        ("bf16-mixed", "sgd-momentum", 12),
+        ("bf16-mixed", "adamw", 16),  # 2 + 2 + 4 (+ ...)
+        ("fp16-mixed", "sgd", 8),
+        ("fp16-mixed", "sgd-momentum", 12),
+        ("fp16-mixed", "adamw", 16),
+    ],
+)
 def test_bytes_per_parameter(precision, optimizer, per_parameter):
     assert static_memory(1000, precision, optimizer).bytes_per_parameter == per_parameter
 
@@ -43,11 +60,13 @@ def test_bf16_mixed_adamw_is_16_bytes_per_parameter():
     # 1e9 parameters: 2 GB bf16 weights + 2 GB bf16 grads + 4 GB fp32 master + 4 + 4 GB Adam moments = 16 GB
     s = static_memory(10**9, "bf16-mixed", "adamw")
     assert s.static_gb == pytest.approx(16.0)
-    assert s.breakdown_gb() == pytest.approx({"weights_gb": 2.0, "gradients_gb": 2.0, "master_weights_gb": 4.0,
-                                              "optimizer_state_gb": 8.0})
+    assert s.breakdown_gb() == pytest.approx(
+        {"weights_gb": 2.0, "gradients_gb": 2.0, "master_weights_gb": 4.0, "optimizer_state_gb": 8.0}
+    )
     fp32 = static_memory(10**9, "fp32", "adamw")  # 4 + 4 + 0 + 8
-    assert fp32.breakdown_gb() == pytest.approx({"weights_gb": 4.0, "gradients_gb": 4.0, "master_weights_gb": 0.0,
-                                                 "optimizer_state_gb": 8.0})
+    assert fp32.breakdown_gb() == pytest.approx(
+        {"weights_gb": 4.0, "gradients_gb": 4.0, "master_weights_gb": 0.0, "optimizer_state_gb": 8.0}
+    )
 
 
 def test_200_million_parameters_with_adamw_is_the_course_ledger():
@@ -61,16 +80,22 @@ def test_200_million_parameters_with_adamw_is_the_course_ledger():
     assert sgd.max_microbatch() == 58  # floor((21.6 - 1.6) / 0.34) = floor(58.8)
 
 
-@pytest.mark.parametrize("kwargs,field", [
-    (dict(parameters=0), "parameters"), (dict(parameters=2.5), "parameters"),
-    (dict(parameters=10, precision="fp8"), "precision"), (dict(parameters=10, optimizer="adam"), "optimizer"),
-])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        (dict(parameters=0), "parameters"),
+        (dict(parameters=2.5), "parameters"),
+        (dict(parameters=10, precision="fp8"), "precision"),
+        (dict(parameters=10, optimizer="adam"), "optimizer"),
+    ],
+)
 def test_static_memory_bad_input_names_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         static_memory(**kwargs)
 
 
 # --- the defaults leave the course ledger exactly as it was ----------------------------------------------------
+
 
 def test_defaults_keep_the_course_figures_exactly():
     r = COURSE.at(32)
@@ -86,6 +111,7 @@ def test_defaults_keep_the_course_figures_exactly():
 
 # --- precision -------------------------------------------------------------------------------------------------
 
+
 def test_mixed_precision_halves_the_activations_not_the_static_memory():
     assert activation_scale("fp32", "bf16-mixed") == 0.5 and activation_scale("bf16-mixed", "fp32") == 2.0
     bf16 = COURSE.with_precision("bf16-mixed")
@@ -98,6 +124,7 @@ def test_mixed_precision_halves_the_activations_not_the_static_memory():
 
 
 # --- gradient accumulation -------------------------------------------------------------------------------------
+
 
 def test_accumulation_memory_follows_the_microbatch():
     plain, accumulated = COURSE.at(60), COURSE.at(60, accumulation_steps=2)
@@ -145,25 +172,29 @@ def test_global_batch_when_nothing_fits():
     assert (r.accumulation_steps, r.microbatch, r.fits) == (60, 1, False)
 
 
-@pytest.mark.parametrize("call,field", [
-    (lambda: COURSE.at(8, accumulation_steps=0), "accumulation_steps"),
-    (lambda: COURSE.at_global_batch(60, accumulation_steps=61), "accumulation_steps"),
-    (lambda: COURSE.at_global_batch(0), "global_batch"),
-    (lambda: COURSE.at(8, recompute="partial"), "recompute"),
-    (lambda: COURSE.at(8, True, recompute="selective"), "recompute"),
-    (lambda: COURSE.with_precision("fp8"), "precision"),
-    (lambda: MemoryLedger(3.2, 0.34, precision="int8"), "precision"),
-    (lambda: MemoryLedger(3.2, 0.34, selective_saving_fraction=1.0), "selective_saving_fraction"),
-    (lambda: MemoryLedger(3.2, 0.34, selective_extra_compute=-0.1), "selective_extra_compute"),
-    (lambda: MemoryLedger(3.2, 0.34, microbatch_overhead_fraction=1.0), "microbatch_overhead_fraction"),
-    (lambda: MemoryLedger(3.2, 0.34, microbatch_overhead_fraction=math.nan), "microbatch_overhead_fraction"),
-])
+@pytest.mark.parametrize(
+    "call,field",
+    [
+        (lambda: COURSE.at(8, accumulation_steps=0), "accumulation_steps"),
+        (lambda: COURSE.at_global_batch(60, accumulation_steps=61), "accumulation_steps"),
+        (lambda: COURSE.at_global_batch(0), "global_batch"),
+        (lambda: COURSE.at(8, recompute="partial"), "recompute"),
+        (lambda: COURSE.at(8, True, recompute="selective"), "recompute"),
+        (lambda: COURSE.with_precision("fp8"), "precision"),
+        (lambda: MemoryLedger(3.2, 0.34, precision="int8"), "precision"),
+        (lambda: MemoryLedger(3.2, 0.34, selective_saving_fraction=1.0), "selective_saving_fraction"),
+        (lambda: MemoryLedger(3.2, 0.34, selective_extra_compute=-0.1), "selective_extra_compute"),
+        (lambda: MemoryLedger(3.2, 0.34, microbatch_overhead_fraction=1.0), "microbatch_overhead_fraction"),
+        (lambda: MemoryLedger(3.2, 0.34, microbatch_overhead_fraction=math.nan), "microbatch_overhead_fraction"),
+    ],
+)
 def test_bad_knobs_name_the_field(call, field):
     with pytest.raises(ValueError, match=field):
         call()
 
 
 # --- recomputation ---------------------------------------------------------------------------------------------
+
 
 def test_selective_recomputation_at_60():
     # keep 1 - 0.7 = 0.3 of each block; per block 0.34 x 60 / 10 = 2.04 GB
@@ -203,9 +234,15 @@ def test_selective_saving_fraction_formula():
     assert selective_saving_fraction(64, 128, 4) == pytest.approx(10 / 44)
 
 
-ledgers = st.builds(MemoryLedger, static_gb=st.floats(0, 100), activation_gb_per_sample=st.floats(1e-3, 10),
-                    device_gb=st.floats(1, 200), reserve_fraction=st.floats(0, 0.9), blocks=st.integers(1, 64),
-                    selective_saving_fraction=st.floats(0, 0.99))
+ledgers = st.builds(
+    MemoryLedger,
+    static_gb=st.floats(0, 100),
+    activation_gb_per_sample=st.floats(1e-3, 10),
+    device_gb=st.floats(1, 200),
+    reserve_fraction=st.floats(0, 0.9),
+    blocks=st.integers(1, 64),
+    selective_saving_fraction=st.floats(0, 0.99),
+)
 modes = st.sampled_from(["none", "selective", "full"])
 
 
@@ -222,8 +259,9 @@ def test_global_batch_accumulation_is_the_smallest_that_fits(ledger, global_batc
 
 @given(ledgers, st.integers(1, 500), st.integers(1, 64), modes)
 def test_accumulation_never_changes_the_peak(ledger, microbatch, k, mode):
-    assert ledger.at(microbatch, recompute=mode, accumulation_steps=k).peak_gb == ledger.peak_gb(microbatch,
-                                                                                                recompute=mode)
+    assert ledger.at(microbatch, recompute=mode, accumulation_steps=k).peak_gb == ledger.peak_gb(
+        microbatch, recompute=mode
+    )
 
 
 @given(ledgers, st.integers(1, 500))

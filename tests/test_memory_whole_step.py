@@ -9,6 +9,7 @@ memory 0.5 GB per sample, keep fraction 0.5 (full recomputation), a 20 GB device
   accumulation (K >= 2, gradients resident): 10 + 1.5 m
   full recomputation: activations held = 1/4 x (3 x 0.5 + 1) = 0.625 per sample
 """
+
 import pytest
 import torch
 from torch import nn
@@ -16,8 +17,16 @@ from torch import nn
 from gpucost_lab.memory import MemoryLedger
 from gpucost_lab.model_memory import ModelMemory, measure_model_memory
 
-HAND = MemoryLedger(static_gb=10, activation_gb_per_sample=1, device_gb=20, reserve_fraction=0, blocks=4,
-                    checkpoint_keep_fraction=0.5, gradient_gb=4, backward_working_gb_per_sample=0.5)
+HAND = MemoryLedger(
+    static_gb=10,
+    activation_gb_per_sample=1,
+    device_gb=20,
+    reserve_fraction=0,
+    blocks=4,
+    checkpoint_keep_fraction=0.5,
+    gradient_gb=4,
+    backward_working_gb_per_sample=0.5,
+)
 
 
 def test_peak_of_one_microbatch_is_the_higher_end_of_backward():
@@ -64,22 +73,33 @@ def test_defaults_have_no_backward_row():
     assert plain.at(32).backward is None and "backward" not in plain.at(32).to_dict()
 
 
-@pytest.mark.parametrize("kwargs,field", [
-    (dict(gradient_gb=-1), "gradient_gb"), (dict(gradient_gb=11), "gradient_gb"),
-    (dict(backward_working_gb_per_sample=-0.1), "backward_working_gb_per_sample"),
-])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        (dict(gradient_gb=-1), "gradient_gb"),
+        (dict(gradient_gb=11), "gradient_gb"),
+        (dict(backward_working_gb_per_sample=-0.1), "backward_working_gb_per_sample"),
+    ],
+)
 def test_bad_whole_step_inputs_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         MemoryLedger(static_gb=10, activation_gb_per_sample=1, **kwargs)
 
 
 def test_whole_step_ledger_needs_the_measurement():
-    mm = ModelMemory(parameter_bytes=40, gradient_bytes=40, optimizer_state_bytes=80, activation_bytes=100,
-                     batch_size=10)
+    mm = ModelMemory(
+        parameter_bytes=40, gradient_bytes=40, optimizer_state_bytes=80, activation_bytes=100, batch_size=10
+    )
     with pytest.raises(ValueError, match="backward_working_bytes"):
         mm.ledger(whole_step=True)
-    measured = ModelMemory(parameter_bytes=4e9, gradient_bytes=4e9, optimizer_state_bytes=8e9, activation_bytes=1e9,
-                           batch_size=10, backward_working_bytes=5e8)
+    measured = ModelMemory(
+        parameter_bytes=4e9,
+        gradient_bytes=4e9,
+        optimizer_state_bytes=8e9,
+        activation_bytes=1e9,
+        batch_size=10,
+        backward_working_bytes=5e8,
+    )
     ledger = measured.ledger(whole_step=True, blocks=4)
     assert (ledger.gradient_gb, ledger.backward_working_gb_per_sample) == pytest.approx((4.0, 0.05))
     assert ledger.static_gb == pytest.approx(16.0)

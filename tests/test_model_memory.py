@@ -15,6 +15,7 @@ What autograd saves in the forward pass (2-D input, so Linear = addmm(bias, x, W
     excluded as static memory.
   activation bytes = B * (64 + 128) * 4 = 768 B per sample.
 """
+
 from __future__ import annotations
 
 import copy
@@ -157,8 +158,13 @@ def test_custom_loss_and_explicit_batch_size() -> None:
 
 
 def test_ledger_and_to_dict() -> None:
-    m = ModelMemory(parameter_bytes=38_440, gradient_bytes=38_440, optimizer_state_bytes=76_896,
-                    activation_bytes=6_144, batch_size=8)
+    m = ModelMemory(
+        parameter_bytes=38_440,
+        gradient_bytes=38_440,
+        optimizer_state_bytes=76_896,
+        activation_bytes=6_144,
+        batch_size=8,
+    )
     led = m.ledger(device_gb=80.0, reserve_fraction=0.2, blocks=3)
     assert math.isclose(led.static_gb, 153_776 / 1e9)
     assert math.isclose(led.activation_gb_per_sample, 768 / 1e9)
@@ -205,8 +211,11 @@ def test_model_without_trainable_parameters_rejected() -> None:
 def test_buffers_are_static_memory() -> None:
     # BatchNorm1d(128) keeps running_mean and running_var (128 fp32 each, 512 B each) and
     # num_batches_tracked (one int64, 8 B): 1,032 B of buffers, resident like the weights.
-    m = measure_model_memory(nn.Sequential(nn.Linear(64, 128), nn.BatchNorm1d(128)), (batch(8),),
-                             optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=0.1))
+    m = measure_model_memory(
+        nn.Sequential(nn.Linear(64, 128), nn.BatchNorm1d(128)),
+        (batch(8),),
+        optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=0.1),
+    )
     assert m.buffer_bytes == 2 * 128 * 4 + 8
     assert m.static_bytes == m.parameter_bytes + m.gradient_bytes + 1_032
 

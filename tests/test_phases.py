@@ -1,4 +1,5 @@
 """Phase profiling (chapter 05) on scripted fake clocks, with hand-derived expectations beside each assertion."""
+
 import itertools
 
 import pandas as pd
@@ -8,8 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpucost_lab import phases
-from gpucost_lab.phases import (LEVERS, MemorySampler, PhaseTimer, WhatIf, latency_percentiles, suggest_lever,
-                                what_if)
+from gpucost_lab.phases import LEVERS, MemorySampler, PhaseTimer, WhatIf, latency_percentiles, suggest_lever, what_if
 
 
 class ScriptedClock:
@@ -203,7 +203,8 @@ def test_what_if_removing_three_quarters_of_eval():
 def test_what_if_removing_the_whole_checkpoint():
     w = what_if(hundred_second_balance(), "checkpoint", 1.0, price_per_hour_usd=3.60)
     assert (w.seconds_saved, w.new_wall_s, w.wall_reduction_share, w.cost_saved_usd) == pytest.approx(
-        (25.0, 75.0, 0.25, 0.025))
+        (25.0, 75.0, 0.25, 0.025)
+    )
 
 
 def test_what_if_counts_unaccounted_time_in_the_wall():
@@ -212,12 +213,15 @@ def test_what_if_counts_unaccounted_time_in_the_wall():
     assert (w.new_wall_s, w.wall_reduction_share) == pytest.approx((3.0, 0.25))
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"phase": "optimizer", "fraction_removed": 0.5}, "phase"),
-    ({"phase": "eval", "fraction_removed": 0.0}, "fraction_removed"),
-    ({"phase": "eval", "fraction_removed": 1.5}, "fraction_removed"),
-    ({"phase": "eval", "fraction_removed": 0.5, "price_per_hour_usd": -1}, "price_per_hour_usd"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"phase": "optimizer", "fraction_removed": 0.5}, "phase"),
+        ({"phase": "eval", "fraction_removed": 0.0}, "fraction_removed"),
+        ({"phase": "eval", "fraction_removed": 1.5}, "fraction_removed"),
+        ({"phase": "eval", "fraction_removed": 0.5, "price_per_hour_usd": -1}, "price_per_hour_usd"),
+    ],
+)
 def test_what_if_rejects_bad_input(kwargs, field):
     with pytest.raises(ValueError, match=field):
         what_if(hundred_second_balance(), **kwargs)
@@ -228,8 +232,11 @@ def test_what_if_needs_a_balance():
         what_if({"eval": 30}, "eval", 0.5)
 
 
-@given(seconds=st.lists(st.floats(0.001, 1e4), min_size=1, max_size=6), pick=st.integers(0, 5),
-       fraction_removed=st.floats(0.0, 1.0, exclude_min=True))
+@given(
+    seconds=st.lists(st.floats(0.001, 1e4), min_size=1, max_size=6),
+    pick=st.integers(0, 5),
+    fraction_removed=st.floats(0.0, 1.0, exclude_min=True),
+)
 def test_optimising_a_phase_saves_at_most_its_share(seconds, pick, fraction_removed):
     """Amdahl: removing a fraction f of a phase with share s of the wall time saves exactly f x s <= s."""
     names = [f"p{i}" for i in range(len(seconds))]
@@ -319,8 +326,10 @@ def test_latencies_under_load_include_queueing():
     assert summary["count"] == 8 and summary["p99_s"] >= summary["p50_s"] >= 0.04 - 1e-3
 
 
-@pytest.mark.parametrize("kwargs,field", [({"requests": 0, "concurrency": 1}, "requests"),
-                                          ({"requests": 1, "concurrency": 0}, "concurrency")])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [({"requests": 0, "concurrency": 1}, "requests"), ({"requests": 1, "concurrency": 0}, "concurrency")],
+)
 def test_latencies_under_load_bad_arguments(kwargs, field):
     from gpucost_lab.phases import latencies_under_load
 

@@ -1,4 +1,5 @@
 """The optimization plan on the built-in workload: one candidate promoted, unsafe ones fall back, reasons named."""
+
 import dataclasses
 import json
 import math
@@ -37,8 +38,9 @@ def test_the_decision_follows_the_cost_comparison_and_names_every_check(promoted
     table = promoted.cost_to_target_usd("candidate").value / promoted.cost_to_target_usd("baseline").value
     assert d.cost_ratio == pytest.approx(table, rel=1e-12)
     assert d.cost_ratio_ci95[0] < d.cost_ratio < d.cost_ratio_ci95[1]
-    assert (d.action == "promote") == (promoted.cost.verdict == "cheaper" and all(
-        ok for name, ok in d.checks.items() if name != "cost"))
+    assert (d.action == "promote") == (
+        promoted.cost.verdict == "cheaper" and all(ok for name, ok in d.checks.items() if name != "cost")
+    )
     assert d.to == ("batch128-lr-scaled" if d.action == "promote" else BASELINE_NAME)
 
 
@@ -60,8 +62,11 @@ def test_a_model_faster_per_step_that_misses_the_target_falls_back(tmp_path):
 def test_after_a_promotion_an_unsafe_candidate_falls_back_to_the_last_known_good(tmp_path, promoted):
     registry = Registry(tmp_path / "registry.json")
     # the promotion as a quiet machine decides it (a loaded one may say "inconclusive" and fall back)
-    registry.record(dataclasses.replace(promoted.decision, action="promote", to="batch128-lr-scaled",
-                                        checks={name: True for name in CHECKS}))
+    registry.record(
+        dataclasses.replace(
+            promoted.decision, action="promote", to="batch128-lr-scaled", checks={name: True for name in CHECKS}
+        )
+    )
     assert registry.last_known_good() == "batch128-lr-scaled"
     d = run_plan("tiny-model", rounds=2, registry=registry, baseline=promoted.baseline).decision
     assert d.action == "fallback" and d.to == "batch128-lr-scaled"

@@ -1,4 +1,5 @@
 """A short profiler window on the CPU: the schedule records only the active steps."""
+
 import gzip
 import json
 

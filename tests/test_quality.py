@@ -3,6 +3,7 @@
 Parity verdicts are checked on hand-built results (exact arithmetic written beside each), then on real
 runs: fp32 against bf16 autocast on the classification task and on the sequence task.
 """
+
 import dataclasses
 import json
 
@@ -11,23 +12,43 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpucost_lab.quality import (DTYPE_TOLERANCE, ParityReport, SeedRuns, check_parity, check_parity_over_seeds,
-                                 compare_over_seeds, compare_to_target, price_to_target, train_over_seeds)
-from gpucost_lab.workloads import (ClassificationTask, SequenceTask, TrainingStep, TrainResult, autocast,
-                                   train_to_target)
+from gpucost_lab.quality import (
+    DTYPE_TOLERANCE,
+    ParityReport,
+    SeedRuns,
+    check_parity,
+    check_parity_over_seeds,
+    compare_over_seeds,
+    compare_to_target,
+    price_to_target,
+    train_over_seeds,
+)
+from gpucost_lab.workloads import ClassificationTask, SequenceTask, TrainingStep, TrainResult, autocast, train_to_target
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
-def result(reached=True, steps=100, acc=0.853, target=0.85, precision="fp32", max_steps=300, batch=64,
-           metric="accuracy"):
+def result(
+    reached=True, steps=100, acc=0.853, target=0.85, precision="fp32", max_steps=300, batch=64, metric="accuracy"
+):
     """A TrainResult built by hand: no training."""
-    return TrainResult(reached, steps if reached else None, steps * batch if reached else None, acc, target, batch,
-                       0.01, ((steps if reached else max_steps, acc),), precision=precision, metric=metric,
-                       max_steps=max_steps)
+    return TrainResult(
+        reached,
+        steps if reached else None,
+        steps * batch if reached else None,
+        acc,
+        target,
+        batch,
+        0.01,
+        ((steps if reached else max_steps, acc),),
+        precision=precision,
+        metric=metric,
+        max_steps=max_steps,
+    )
 
 
 # ---- check_parity on hand-built results -------------------------------------------------------------------------
+
 
 def test_declared_tolerances_give_half_precision_more_room():
     assert DTYPE_TOLERANCE["fp32"] == 0.005
@@ -59,8 +80,10 @@ def test_a_candidate_that_missed_the_target_fails():
     assert not report.passed
     assert report.candidate_steps_to_target is None and report.steps_change is None
     # 0.84 >= 0.853 - 0.01 = 0.843 is false as well: two reasons
-    assert report.reasons == ("candidate did not reach the target 0.85 within 300 steps",
-                              "candidate accuracy 0.840 is below baseline 0.853 - 0.010")
+    assert report.reasons == (
+        "candidate did not reach the target 0.85 within 300 steps",
+        "candidate accuracy 0.840 is below baseline 0.853 - 0.010",
+    )
 
 
 def test_a_baseline_that_missed_the_target_fails():
@@ -93,8 +116,10 @@ def test_parity_holds_exactly_when_the_shortfall_is_within_tolerance(base, short
     assert report.passed == (shortfall <= tol)
 
 
-@pytest.mark.parametrize("kwargs,field", [({"tolerance": -0.1}, "tolerance"), ({"tolerance": 1.0}, "tolerance"),
-                                          ({"precision": "int8"}, "precision")])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [({"tolerance": -0.1}, "tolerance"), ({"tolerance": 1.0}, "tolerance"), ({"precision": "int8"}, "precision")],
+)
 def test_bad_parity_arguments_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         check_parity(result(), result(), **kwargs)
@@ -120,6 +145,7 @@ def test_old_style_train_results_still_compare():
 
 
 # ---- precision ---------------------------------------------------------------------------------------------------
+
 
 def test_fp16_amp_needs_cuda_and_unknown_precisions_are_refused():
     task = ClassificationTask(train_samples=64, val_samples=16)
@@ -153,6 +179,7 @@ def test_fp32_and_bf16_reach_the_same_target_with_parity():
 
 
 # ---- the sequence task, counted in tokens ------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def sequence_runs():
@@ -201,8 +228,14 @@ def test_sequence_training_step_counts_tokens():
     assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters()))
 
 
-@pytest.mark.parametrize("kwargs,field", [({"vocab_size": 1}, "vocab_size"), ({"seq_len": 1}, "seq_len"),
-                                          ({"follow_probability": 1.5}, "follow_probability")])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"vocab_size": 1}, "vocab_size"),
+        ({"seq_len": 1}, "seq_len"),
+        ({"follow_probability": 1.5}, "follow_probability"),
+    ],
+)
 def test_bad_sequence_tasks_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         SequenceTask(**kwargs)
@@ -210,12 +243,14 @@ def test_bad_sequence_tasks_name_the_field(kwargs, field):
 
 # ---- CUDA ---------------------------------------------------------------------------------------------------------
 
+
 @needs_cuda
 @pytest.mark.parametrize("precision", ["bf16-autocast", "fp16-amp"])
 def test_half_precision_on_cuda_reaches_the_target_with_parity(precision):
     task = ClassificationTask()
-    baseline, candidate, parity = compare_to_target(task, {"device": "cuda"},
-                                                    {"device": "cuda", "precision": precision})
+    baseline, candidate, parity = compare_to_target(
+        task, {"device": "cuda"}, {"device": "cuda", "precision": precision}
+    )
     assert candidate.device == "cuda" and candidate.reached
     assert parity.passed, parity.reasons
 
@@ -227,12 +262,26 @@ def test_train_result_fields_are_documented_in_to_dict():
 
 # ---- quality over seeds: hand-built studies -----------------------------------------------------------------------
 
+
 def seeded(seed, steps=90, acc=0.855, reached=True, budget=300, precision="fp32", target=0.85, batch=64):
     """A fixed-budget TrainResult built by hand for one seed: no training."""
     history = ((steps, 0.851), (budget, acc)) if reached else ((budget, acc),)
-    return TrainResult(reached, steps if reached else None, steps * batch if reached else None, acc, target, batch,
-                       0.01, history, precision=precision, max_steps=budget, seed=seed, hidden=128,
-                       budget_steps=budget, accuracy_at_budget=acc)
+    return TrainResult(
+        reached,
+        steps if reached else None,
+        steps * batch if reached else None,
+        acc,
+        target,
+        batch,
+        0.01,
+        history,
+        precision=precision,
+        max_steps=budget,
+        seed=seed,
+        hidden=128,
+        budget_steps=budget,
+        accuracy_at_budget=acc,
+    )
 
 
 def study(accs, steps=(85, 67, 113), seeds=(0, 1, 2), missed=(), **kwargs):
@@ -257,26 +306,33 @@ def test_steps_to_target_values_need_every_seed_to_reach_it():
     assert not runs.reached_all and runs.missed_seeds == (0, 2)
     assert runs.steps_to_target_per_seed == (None, 67, None)
     with pytest.raises(ValueError, match="steps_to_target_values needs every seed.*seeds 0, 2 .*within 300 steps"):
-        runs.steps_to_target_values
+        _ = runs.steps_to_target_values
     assert runs.to_dict()["steps_to_target"] == [None, 67, None]
 
 
 def test_seed_runs_without_a_budget_have_no_accuracy_at_budget():
-    runs = SeedRuns(tuple(dataclasses.replace(seeded(s), budget_steps=None, accuracy_at_budget=None) for s in (0, 1, 2)))
+    runs = SeedRuns(
+        tuple(dataclasses.replace(seeded(s), budget_steps=None, accuracy_at_budget=None) for s in (0, 1, 2))
+    )
     with pytest.raises(ValueError, match="budget_steps must be an integer"):
-        runs.accuracy_at_budget_values
+        _ = runs.accuracy_at_budget_values
     assert runs.to_dict()["accuracy_at_budget"] is None
     with pytest.raises(ValueError, match="baseline.budget_steps must be an integer, got None"):
         check_parity_over_seeds(runs, study((0.855,) * 3))
 
 
-@pytest.mark.parametrize("runs,message", [
-    ((), "runs must hold at least one"), ((seeded(0), "run"), r"runs\[1\] must be a TrainResult"),
-    ((dataclasses.replace(seeded(0), seed=None),), r"runs\[0\].seed must be an integer"),
-    ((seeded(0), seeded(0)), "distinct seeds"),
-    ((seeded(0), seeded(1, precision="bf16-autocast")), r"runs\[\*\].precision must be the same"),
-    ((seeded(0), seeded(1, budget=200)), r"runs\[\*\].budget_steps must be the same"),
-    ((seeded(0), seeded(1, batch=128)), r"runs\[\*\].batch_size must be the same")])
+@pytest.mark.parametrize(
+    "runs,message",
+    [
+        ((), "runs must hold at least one"),
+        ((seeded(0), "run"), r"runs\[1\] must be a TrainResult"),
+        ((dataclasses.replace(seeded(0), seed=None),), r"runs\[0\].seed must be an integer"),
+        ((seeded(0), seeded(0)), "distinct seeds"),
+        ((seeded(0), seeded(1, precision="bf16-autocast")), r"runs\[\*\].precision must be the same"),
+        ((seeded(0), seeded(1, budget=200)), r"runs\[\*\].budget_steps must be the same"),
+        ((seeded(0), seeded(1, batch=128)), r"runs\[\*\].batch_size must be the same"),
+    ],
+)
 def test_a_seed_study_is_one_config_over_distinct_seeds(runs, message):
     with pytest.raises(ValueError, match=message):
         SeedRuns(runs)
@@ -287,7 +343,9 @@ def test_parity_over_seeds_compares_mean_accuracy_at_the_budget():
     cand = study((0.855, 0.852, 0.851), steps=(40, 41, 61))  # mean 0.852667: 0.001667 short, within 0.005
     report = check_parity_over_seeds(base, cand)
     assert report.passed and report.reasons == () and report.tolerance == 0.005
-    assert report.baseline_metric == pytest.approx(0.854333333) and report.candidate_metric == pytest.approx(0.852666667)
+    assert report.baseline_metric == pytest.approx(0.854333333) and report.candidate_metric == pytest.approx(
+        0.852666667
+    )
     assert report.baseline_steps_to_target == pytest.approx(265 / 3)  # (85 + 67 + 113) / 3
     assert report.candidate_steps_to_target == pytest.approx(142 / 3)  # (40 + 41 + 61) / 3
     assert report.steps_change == pytest.approx(142 / 265 - 1)
@@ -313,8 +371,9 @@ def test_parity_over_seeds_tolerance_follows_the_candidate_dtype():
     short = (0.852, 0.852, 0.852)  # mean shortfall 0.008
     report = check_parity_over_seeds(base, study(short))
     assert not report.passed  # fp32: 0.008 > 0.005
-    assert report.reasons == ("candidate mean accuracy after 300 steps 0.852 over seeds 0, 1, 2 is below "
-                              "baseline 0.860 - 0.005",)
+    assert report.reasons == (
+        "candidate mean accuracy after 300 steps 0.852 over seeds 0, 1, 2 is below baseline 0.860 - 0.005",
+    )
     assert check_parity_over_seeds(base, study(short, precision="bf16-autocast")).passed  # 0.008 <= 0.01
     assert check_parity_over_seeds(base, study(short), precision="fp16-amp").passed
     assert check_parity_over_seeds(base, study(short), tolerance=0.008).passed  # exactly at the tolerance
@@ -333,19 +392,28 @@ def test_parity_over_seeds_holds_exactly_when_the_mean_shortfall_is_within_toler
 def test_parity_over_seeds_needs_the_same_seeds_budget_target_and_enough_seeds():
     base = study((0.855,) * 3)
     assert check_parity_over_seeds(base, study((0.855,) * 3, seeds=(0, 1, 3))).reasons == (
-        "the seeds differ: baseline 0, 1, 2, candidate 0, 1, 3; compare over the same seeds",)
+        "the seeds differ: baseline 0, 1, 2, candidate 0, 1, 3; compare over the same seeds",
+    )
     assert check_parity_over_seeds(base, study((0.855,) * 3, budget=200)).reasons == (
-        "the step budgets differ: baseline 300, candidate 200; compare after the same number of steps",)
+        "the step budgets differ: baseline 300, candidate 200; compare after the same number of steps",
+    )
     assert check_parity_over_seeds(base, study((0.855,) * 3, target=0.8)).reasons == (
-        "the targets differ: baseline 0.85, candidate 0.8; compare at the same target",)
+        "the targets differ: baseline 0.85, candidate 0.8; compare at the same target",
+    )
     two = study((0.855,) * 2, seeds=(0, 1))
     assert check_parity_over_seeds(two, two).reasons == ("only 2 seeds (0, 1); parity across seeds needs at least 3",)
     assert check_parity_over_seeds(two, two, min_seeds=2).passed
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"baseline": result()}, "baseline must be a SeedRuns"), ({"tolerance": 1.0}, "tolerance must be in"),
-    ({"precision": "int8"}, "precision must be one of"), ({"min_seeds": 0}, "min_seeds must be an integer >= 1")])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"baseline": result()}, "baseline must be a SeedRuns"),
+        ({"tolerance": 1.0}, "tolerance must be in"),
+        ({"precision": "int8"}, "precision must be one of"),
+        ({"min_seeds": 0}, "min_seeds must be an integer >= 1"),
+    ],
+)
 def test_bad_parity_over_seeds_arguments_name_the_field(kwargs, message):
     args = {"baseline": study((0.855,) * 3), "candidate": study((0.855,) * 3), **kwargs}
     with pytest.raises(ValueError, match=message):
@@ -357,12 +425,19 @@ def test_bad_parity_over_seeds_arguments_name_the_field(kwargs, message):
 SMALL = ClassificationTask(train_samples=1024, val_samples=512)
 
 
-@pytest.mark.parametrize("seeds,kwargs,message", [
-    ((0, 1), {}, "seeds must be a sequence of at least 3 distinct integers >= 0, got \\(0, 1\\)"),
-    ((0, 0, 1), {}, "seeds must be a sequence"), ((-1, 0, 1), {}, "seeds must be a sequence"),
-    (3, {}, "seeds must be a sequence"), ((0, 1, 2.5), {}, "seeds must be a sequence"),
-    ((0, 1, 2), {"seed": 4}, "seed must not be given"), ((0, 1, 2), {"min_seeds": 0}, "min_seeds"),
-    ((0, 1, 2), {"budget_steps": 0}, "budget_steps must be an integer >= 1")])
+@pytest.mark.parametrize(
+    "seeds,kwargs,message",
+    [
+        ((0, 1), {}, "seeds must be a sequence of at least 3 distinct integers >= 0, got \\(0, 1\\)"),
+        ((0, 0, 1), {}, "seeds must be a sequence"),
+        ((-1, 0, 1), {}, "seeds must be a sequence"),
+        (3, {}, "seeds must be a sequence"),
+        ((0, 1, 2.5), {}, "seeds must be a sequence"),
+        ((0, 1, 2), {"seed": 4}, "seed must not be given"),
+        ((0, 1, 2), {"min_seeds": 0}, "min_seeds"),
+        ((0, 1, 2), {"budget_steps": 0}, "budget_steps must be an integer >= 1"),
+    ],
+)
 def test_bad_seed_studies_name_the_field(seeds, kwargs, message):
     with pytest.raises(ValueError, match=message):
         train_over_seeds(SMALL, seeds, **kwargs)
@@ -381,8 +456,12 @@ def test_train_over_seeds_is_one_train_to_target_per_seed():
 def plan_configs_over_seeds():
     """The optimization plan's configs (gpucost_lab.plan) over seeds 0, 1, 2 at a 300-step budget."""
     task = ClassificationTask()
-    configs = {"baseline": {}, "batch128": {"batch_size": 128, "lr": 0.02},
-               "bf16": {"precision": "bf16-autocast"}, "hidden8": {"hidden": 8}}
+    configs = {
+        "baseline": {},
+        "batch128": {"batch_size": 128, "lr": 0.02},
+        "bf16": {"precision": "bf16-autocast"},
+        "hidden8": {"hidden": 8},
+    }
     return {name: train_over_seeds(task, budget_steps=300, **kwargs) for name, kwargs in configs.items()}
 
 
@@ -399,13 +478,15 @@ def test_plan_candidates_pass_or_fail_parity_across_seeds(plan_configs_over_seed
     report = check_parity_over_seeds(base, tiny)
     assert not report.passed
     for seed in tiny.missed_seeds:
-        assert any(r.startswith("candidate did not reach") and str(seed) in r.split("with seed")[1]
-                   for r in report.reasons)
+        assert any(
+            r.startswith("candidate did not reach") and str(seed) in r.split("with seed")[1] for r in report.reasons
+        )
     assert report.tolerance == 0.005 and check_parity_over_seeds(base, runs["bf16"]).tolerance == 0.01
 
 
 def test_compare_over_seeds_trains_both_and_checks_parity():
-    baseline, candidate, parity = compare_over_seeds(SMALL, {"lr": 0.05}, {"lr": 0.05, "precision": "bf16-autocast"},
-                                                     budget_steps=30, seeds=(0, 1, 2))
+    baseline, candidate, parity = compare_over_seeds(
+        SMALL, {"lr": 0.05}, {"lr": 0.05, "precision": "bf16-autocast"}, budget_steps=30, seeds=(0, 1, 2)
+    )
     assert candidate == train_over_seeds(SMALL, budget_steps=30, lr=0.05, precision="bf16-autocast")
     assert parity == check_parity_over_seeds(baseline, candidate)

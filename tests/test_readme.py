@@ -1,4 +1,5 @@
 """The README documents every JSON key the CLI prints, so the documented interface stays true."""
+
 import json
 import re
 from pathlib import Path
@@ -11,7 +12,8 @@ from gpucost_lab.timeline import example_trace
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 DOCUMENTED = set(re.findall(r"`([a-z0-9_]+)`", README)) | {
-    k for group in re.findall(r"`\{([a-z0-9_, ]+)\}`", README) for k in group.replace(" ", "").split(",")}
+    k for group in re.findall(r"`\{([a-z0-9_, ]+)\}`", README) for k in group.replace(" ", "").split(",")
+}
 
 
 DATA_KEYED = {"phases"}  # maps whose keys are names from the trace, not part of the schema
@@ -31,11 +33,24 @@ def keys_of(value):
 FIXTURE = str(example_trace("a100_alexnet_train"))
 
 
-@pytest.mark.parametrize("argv", [
-    ["ledger", "--microbatch", "32"],
-    ["analyze", FIXTURE],
-    ["predict", "--throughput-gain", "0.2", "--steps-change", "0.25", "--baseline-hours", "8", "--window-hours", "9"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["ledger", "--microbatch", "32"],
+        ["analyze", FIXTURE],
+        [
+            "predict",
+            "--throughput-gain",
+            "0.2",
+            "--steps-change",
+            "0.25",
+            "--baseline-hours",
+            "8",
+            "--window-hours",
+            "9",
+        ],
+    ],
+)
 def test_every_cli_json_key_is_in_the_readme(capsys, argv):
     assert main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
@@ -43,8 +58,9 @@ def test_every_cli_json_key_is_in_the_readme(capsys, argv):
 
 
 def test_plan_keys_are_in_the_readme(capsys, tmp_path):
-    assert main(["plan", "--candidate", "tiny-model", "--rounds", "2", "--report", str(tmp_path / "r.md"),
-                 "--json"]) == 0
+    assert (
+        main(["plan", "--candidate", "tiny-model", "--rounds", "2", "--report", str(tmp_path / "r.md"), "--json"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     top_ops = [op for side in ("baseline", "candidate") for op in out[side].pop("top_ops")]
     assert set(keys_of(out)) - DOCUMENTED == set()
@@ -67,10 +83,16 @@ def test_profile_to_cost_keys_are_in_the_readme():
     from gpucost_lab.timing import Measurement
 
     contract = BenchmarkContract.capture(inputs=[(256, 1024)], device="cpu", repeats=2)
-    result = ProfileToCost(Measurement(contract, (0.1, 0.2)), 2.10, Estimate.of([1.0, 2.0]), 1, "method", 1,
-                           [{"name": "aten::mm", "calls": 1, "self_time_s": 0.1, "total_time_s": 0.1,
-                             "self_time_share": 1.0}],
-                           check_throughput(1.0, 1.0, lookup("A10").roofline("float32")))
+    result = ProfileToCost(
+        Measurement(contract, (0.1, 0.2)),
+        2.10,
+        Estimate.of([1.0, 2.0]),
+        1,
+        "method",
+        1,
+        [{"name": "aten::mm", "calls": 1, "self_time_s": 0.1, "total_time_s": 0.1, "self_time_share": 1.0}],
+        check_throughput(1.0, 1.0, lookup("A10").roofline("float32")),
+    )
     out = result.to_dict()
     top_level = set(out) - {"contract"}
     assert top_level - DOCUMENTED == set()

@@ -1,4 +1,5 @@
 """The release gate and the release registry (chapter 06)."""
+
 import dataclasses
 import json
 import math
@@ -6,13 +7,11 @@ import os
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from gpucost_lab import release
+from gpucost_lab.compare import RatioVerdict
 from gpucost_lab.contract import BenchmarkContract
 from gpucost_lab.release import CHECKS, CandidateResult, Decision, Registry, gate
-from gpucost_lab.compare import RatioVerdict
 from gpucost_lab.stats import Estimate, Interval
 
 T_975 = {2: 4.302653, 4: 2.776445}  # t(0.975, df) from a t table
@@ -26,8 +25,15 @@ def contract():
 
 
 def result(contract, name, costs, *, parity=True, reasons=(), peak=20 * GB, hours=6.0):
-    return CandidateResult(name=name, contract=contract, cost_to_target_usd=Estimate.of(costs), parity_passed=parity,
-                           parity_reasons=reasons, peak_memory_bytes=peak, run_hours=hours)
+    return CandidateResult(
+        name=name,
+        contract=contract,
+        cost_to_target_usd=Estimate.of(costs),
+        parity_passed=parity,
+        parity_reasons=reasons,
+        peak_memory_bytes=peak,
+        run_hours=hours,
+    )
 
 
 # logs ln 10 -+ 0.05: geometric mean 10, log std 0.05 ; GOOD: the same 5% spread around 8, 20% cheaper
@@ -49,7 +55,12 @@ def decide(contract, candidate=None, **kw):
 def test_a_good_candidate_is_promoted_with_every_check_reported(contract):
     d = decide(contract)
     assert (d.action, d.to, d.candidate, d.baseline, d.fallback) == (
-        "promote", "bf16-candidate", "bf16-candidate", "fp32-baseline", "fp32-baseline")
+        "promote",
+        "bf16-candidate",
+        "bf16-candidate",
+        "fp32-baseline",
+        "fp32-baseline",
+    )
     assert d.checks == {name: True for name in CHECKS}
     assert d.reasons == (
         "contract: same",
@@ -64,14 +75,20 @@ def test_a_good_candidate_is_promoted_with_every_check_reported(contract):
     assert d.cost_ratio_ci95 == (pytest.approx(0.714276, abs=1e-5), pytest.approx(0.896013, abs=1e-5))
 
 
-@pytest.mark.parametrize("change, check, reason", [
-    (dict(parity=False, reasons=("final accuracy 0.861 < 0.900 target",)), "parity",
-     "parity: failed (final accuracy 0.861 < 0.900 target)"),
-    (dict(parity=False), "parity", "parity: failed (no reason given)"),
-    (dict(peak=int(25.1 * GB)), "memory", "memory: 25.1 GB > 21.6 GB budget"),
-    (dict(peak=int(21.6 * GB) + 1), "memory", "memory: 21,600,000,001 bytes > 21,600,000,000 bytes budget"),
-    (dict(hours=9.1), "window", "window: run 9.10 h > 8.00 h window"),
-])
+@pytest.mark.parametrize(
+    "change, check, reason",
+    [
+        (
+            dict(parity=False, reasons=("final accuracy 0.861 < 0.900 target",)),
+            "parity",
+            "parity: failed (final accuracy 0.861 < 0.900 target)",
+        ),
+        (dict(parity=False), "parity", "parity: failed (no reason given)"),
+        (dict(peak=int(25.1 * GB)), "memory", "memory: 25.1 GB > 21.6 GB budget"),
+        (dict(peak=int(21.6 * GB) + 1), "memory", "memory: 21,600,000,001 bytes > 21,600,000,000 bytes budget"),
+        (dict(hours=9.1), "window", "window: run 9.10 h > 8.00 h window"),
+    ],
+)
 def test_each_failing_check_alone_falls_back_to_the_baseline(contract, change, check, reason):
     d = decide(contract, result(contract, "bf16-candidate", GOOD_COSTS, **change))
     assert (d.action, d.to) == ("fallback", "fp32-baseline")
@@ -113,8 +130,10 @@ def test_a_cheaper_but_far_too_wide_interval_is_inconclusive_and_falls_back(cont
     d = decide(contract, cost=cost)
     assert (d.action, d.to, d.checks["cost"]) == ("fallback", "fp32-baseline", False)
     assert cost.verdict == "inconclusive"
-    assert d.reasons[-1] == ("cost: 0.035x baseline cost to target (95% CI 0.002 to 0.518): the interval spans a "
-                             "factor 259.00, wider than the 2 allowed; measure more rounds or quiet the machine")
+    assert d.reasons[-1] == (
+        "cost: 0.035x baseline cost to target (95% CI 0.002 to 0.518): the interval spans a "
+        "factor 259.00, wider than the 2 allowed; measure more rounds or quiet the machine"
+    )
 
 
 def test_a_derived_cost_without_a_comparison_is_refused(contract):
@@ -142,8 +161,9 @@ def test_contract_drift_falls_back_naming_the_field(contract):
 def test_drift_beyond_the_allowed_field_names_only_the_rest(contract):
     drifted = dataclasses.replace(contract, dtype="bfloat16", input_shapes=((128, 32),))
     d = decide(contract, result(drifted, "c", GOOD_COSTS), allow=("dtype",))
-    assert d.reasons[0] == ("contract: differs in input_shapes (((64, 32),) -> ((128, 32),)); "
-                            "allowed to differ: ['dtype']")
+    assert d.reasons[0] == (
+        "contract: differs in input_shapes (((64, 32),) -> ((128, 32),)); allowed to differ: ['dtype']"
+    )
     assert d.action == "fallback"
 
 
@@ -169,17 +189,23 @@ def test_a_given_fallback_replaces_the_baseline(contract):
 def test_several_failures_are_all_reported(contract):
     d = decide(contract, result(contract, "c", [9.0, 10.0, 11.0], parity=False, peak=30 * GB, hours=12.0))
     assert d.checks == {"contract": True, "parity": False, "memory": False, "window": False, "cost": False}
-    assert d.reasons[1:4] == ("parity: failed (no reason given)", "memory: 30.0 GB > 21.6 GB budget",
-                              "window: run 12.00 h > 8.00 h window")
+    assert d.reasons[1:4] == (
+        "parity: failed (no reason given)",
+        "memory: 30.0 GB > 21.6 GB budget",
+        "window: run 12.00 h > 8.00 h window",
+    )
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(budget_bytes=0), "budget_bytes must be an integer >= 1, got 0"),
-    (dict(budget_bytes=2.5e9 + 0.5), "budget_bytes must be an integer >= 1"),
-    (dict(window_hours=0), "window_hours must be > 0, got 0"),
-    (dict(fallback=""), "fallback must be a release name or None"),
-    (dict(fallback="bf16-candidate"), "fallback must not be the candidate"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(budget_bytes=0), "budget_bytes must be an integer >= 1, got 0"),
+        (dict(budget_bytes=2.5e9 + 0.5), "budget_bytes must be an integer >= 1"),
+        (dict(window_hours=0), "window_hours must be > 0, got 0"),
+        (dict(fallback=""), "fallback must be a release name or None"),
+        (dict(fallback="bf16-candidate"), "fallback must not be the candidate"),
+    ],
+)
 def test_gate_rejects_bad_input(contract, kw, message):
     with pytest.raises(ValueError, match=message):
         decide(contract, **kw)
@@ -223,10 +249,19 @@ def test_decision_dict_round_trip_and_invariants(contract):
 def decisions(contract):
     return {
         "v1": decide(contract, result(contract, "v1", GOOD_COSTS)),  # promote v1 over fp32-baseline
-        "v2": gate(result(contract, "v1", BASE_COSTS), result(contract, "v2", GOOD_COSTS),
-                   budget_bytes=21 * GB, window_hours=8.0),
-        "v3-unsafe": gate(result(contract, "v2", BASE_COSTS), result(contract, "v3", GOOD_COSTS, hours=9.0),
-                          budget_bytes=21 * GB, window_hours=8.0, fallback="v2"),
+        "v2": gate(
+            result(contract, "v1", BASE_COSTS),
+            result(contract, "v2", GOOD_COSTS),
+            budget_bytes=21 * GB,
+            window_hours=8.0,
+        ),
+        "v3-unsafe": gate(
+            result(contract, "v2", BASE_COSTS),
+            result(contract, "v3", GOOD_COSTS, hours=9.0),
+            budget_bytes=21 * GB,
+            window_hours=8.0,
+            fallback="v2",
+        ),
     }
 
 
@@ -246,10 +281,16 @@ def test_record_promotions_and_a_fallback(tmp_path, decisions):
     reg.record(decisions["v3-unsafe"], at=datetime(2025, 1, 9, tzinfo=timezone.utc))
     assert (reg.current(), reg.last_known_good()) == ("v2", "v2")  # the unsafe candidate never enters
     history = reg.history()
-    assert [e["recorded_at"] for e in history] == ["2025-01-06T02:00:00+00:00", "2025-01-06T03:00:00+00:00",
-                                                    "2025-01-09T00:00:00+00:00"]
+    assert [e["recorded_at"] for e in history] == [
+        "2025-01-06T02:00:00+00:00",
+        "2025-01-06T03:00:00+00:00",
+        "2025-01-09T00:00:00+00:00",
+    ]
     assert [(e["decision"]["action"], e["decision"]["candidate"]) for e in history] == [
-        ("promote", "v1"), ("promote", "v2"), ("fallback", "v3")]
+        ("promote", "v1"),
+        ("promote", "v2"),
+        ("fallback", "v3"),
+    ]
     assert reg.decisions() == list(decisions.values())
 
 
@@ -267,8 +308,13 @@ def test_the_last_known_good_is_the_fallback_for_the_next_gate(tmp_path, contrac
     reg = Registry(tmp_path / "releases.json")
     reg.record(decisions["v1"], at=T0)
     # the next candidate is measured against a reference configuration, not against v1
-    d = gate(result(contract, "fp32-reference", BASE_COSTS), result(contract, "v2", GOOD_COSTS, parity=False),
-             budget_bytes=21 * GB, window_hours=8.0, fallback=reg.last_known_good())
+    d = gate(
+        result(contract, "fp32-reference", BASE_COSTS),
+        result(contract, "v2", GOOD_COSTS, parity=False),
+        budget_bytes=21 * GB,
+        window_hours=8.0,
+        fallback=reg.last_known_good(),
+    )
     assert (d.action, d.to) == ("fallback", "v1")
     reg.record(d, at=T0)
     assert (reg.current(), reg.last_known_good()) == ("v1", "v1")
@@ -277,14 +323,22 @@ def test_the_last_known_good_is_the_fallback_for_the_next_gate(tmp_path, contrac
 def test_a_fallback_to_a_named_baseline_moves_production_and_rollback_returns(tmp_path, contract, decisions):
     reg = Registry(tmp_path / "releases.json")
     reg.record(decisions["v1"], at=T0)
-    d = gate(result(contract, "fp32-reference", BASE_COSTS), result(contract, "v2", GOOD_COSTS, peak=30 * GB),
-             budget_bytes=21 * GB, window_hours=8.0)  # no fallback given: production degrades to the baseline
+    d = gate(
+        result(contract, "fp32-reference", BASE_COSTS),
+        result(contract, "v2", GOOD_COSTS, peak=30 * GB),
+        budget_bytes=21 * GB,
+        window_hours=8.0,
+    )  # no fallback given: production degrades to the baseline
     reg.record(d, at=T0)
     assert (reg.current(), reg.last_known_good()) == ("fp32-reference", "v1")
     assert reg.rollback(at=T0) == "v1"
     assert (reg.current(), reg.last_known_good()) == ("v1", "v1")
-    assert reg.history()[-1] == {"event": "rollback", "recorded_at": T0.isoformat(), "from": "fp32-reference",
-                                 "to": "v1"}
+    assert reg.history()[-1] == {
+        "event": "rollback",
+        "recorded_at": T0.isoformat(),
+        "from": "fp32-reference",
+        "to": "v1",
+    }
 
 
 def test_rollback_of_a_bad_promotion_returns_to_the_release_before_it(tmp_path, decisions):
@@ -347,8 +401,16 @@ def test_a_failed_rename_keeps_the_old_registry(tmp_path, monkeypatch, decisions
     assert path.read_bytes() == before and os.listdir(tmp_path) == ["releases.json"]
 
 
-@pytest.mark.parametrize("content", [b"", b'{"format": "gpucost-lab release registry", "vers', b"\xff\xfe\x00",
-                                     b"[]", b'{"format": "gpucost-lab release registry", "version": 99}'])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b'{"format": "gpucost-lab release registry", "vers',
+        b"\xff\xfe\x00",
+        b"[]",
+        b'{"format": "gpucost-lab release registry", "version": 99}',
+    ],
+)
 def test_a_corrupt_registry_is_an_error_naming_the_file_and_is_never_reset(tmp_path, decisions, content):
     path = tmp_path / "releases.json"
     path.write_bytes(content)

@@ -1,18 +1,26 @@
 """The release report in Markdown and HTML (chapter 06)."""
+
 import dataclasses
+import math
 import os
 import re
 from html.parser import HTMLParser
-
-import math
 
 import pytest
 
 from gpucost_lab import release
 from gpucost_lab.contract import BenchmarkContract
 from gpucost_lab.release import CandidateResult, gate
-from gpucost_lab.report import (ReportData, RunRow, format_estimate, format_estimates, format_number, render_html,
-                                render_markdown, write_report)
+from gpucost_lab.report import (
+    ReportData,
+    RunRow,
+    format_estimate,
+    format_estimates,
+    format_number,
+    render_html,
+    render_markdown,
+    write_report,
+)
 from gpucost_lab.stats import Estimate
 
 GB = 10**9
@@ -43,18 +51,39 @@ def contract():
 def make_report(contract, *, name="mlp-bf16", peak=1_234_567, hours=6.0, candidate_contract=None, **kw):
     candidate_contract = candidate_contract or dataclasses.replace(contract, dtype="bfloat16")
     base = CandidateResult("mlp-fp32", contract, Estimate.of(BASE_TO_TARGET), True, (), 2_500_000, 7.0)
-    cand = CandidateResult(name, candidate_contract, Estimate.of(CAND_TO_TARGET), True,
-                           ("accuracy 0.912 vs 0.915, within 0.01",), peak, hours)
+    cand = CandidateResult(
+        name,
+        candidate_contract,
+        Estimate.of(CAND_TO_TARGET),
+        True,
+        ("accuracy 0.912 vs 0.915, within 0.01",),
+        peak,
+        hours,
+    )
     decision = gate(base, cand, budget_bytes=2_000_000, window_hours=8.0, allow=("dtype",), fallback="v6-last-good")
     args = dict(
         title="Release report: bf16 autocast",
         contract=contract,
         throughput_method=METHOD,
         price_per_hour_usd=2.10,
-        baseline=RunRow("mlp-fp32", Estimate.of(BASE_THROUGHPUT), Estimate.of(BASE_PER_SAMPLE), 2_500_000, 1200,
-                        Estimate.of(BASE_TO_TARGET), "reference"),
-        candidate=RunRow(name, Estimate.of(CAND_THROUGHPUT), Estimate.of(CAND_PER_SAMPLE), peak, 1250,
-                         Estimate.of(CAND_TO_TARGET), "passed: accuracy 0.912 vs 0.915, within 0.01"),
+        baseline=RunRow(
+            "mlp-fp32",
+            Estimate.of(BASE_THROUGHPUT),
+            Estimate.of(BASE_PER_SAMPLE),
+            2_500_000,
+            1200,
+            Estimate.of(BASE_TO_TARGET),
+            "reference",
+        ),
+        candidate=RunRow(
+            name,
+            Estimate.of(CAND_THROUGHPUT),
+            Estimate.of(CAND_PER_SAMPLE),
+            peak,
+            1250,
+            Estimate.of(CAND_TO_TARGET),
+            "passed: accuracy 0.912 vs 0.915, within 0.01",
+        ),
         decision=decision,
         candidate_contract=candidate_contract,
         quality_target="validation accuracy >= 0.90",
@@ -65,6 +94,7 @@ def make_report(contract, *, name="mlp-bf16", peak=1_234_567, hours=6.0, candida
 
 def visible_text(page: str) -> str:
     """The text an HTML page shows, entities decoded, outside <style>."""
+
     class Text(HTMLParser):
         def __init__(self):
             super().__init__(convert_charrefs=True)
@@ -95,10 +125,14 @@ def test_formats_by_hand():
     assert format_estimate(Estimate.of(BASE_PER_SAMPLE), "USD") == "1.100e-07 USD (95% CI 8.580e-08 to 1.410e-07)"
     # a row shares one format: 4 significant digits for its smallest mean (0.8 -> 4 decimals)
     assert format_estimates([Estimate.of(BASE_TO_TARGET), Estimate.of(CAND_TO_TARGET)], "USD") == [
-        "1.0000 USD (95% CI 0.8832 to 1.1323)", "0.8000 USD (95% CI 0.7804 to 0.8201)"]
+        "1.0000 USD (95% CI 0.8832 to 1.1323)",
+        "0.8000 USD (95% CI 0.7804 to 0.8201)",
+    ]
     # one mean below 0.001: both in scientific notation ; [0.0019, 0.002, 0.0021]: s = 1e-4, half 2.4841e-4
     assert format_estimates([Estimate.of(spread(0.002, 0.05)), Estimate.of([9e-4, 9e-4])]) == [
-        "2.000e-03 (95% CI 1.766e-03 to 2.265e-03)", "9.000e-04 (95% CI 9.000e-04 to 9.000e-04)"]
+        "2.000e-03 (95% CI 1.766e-03 to 2.265e-03)",
+        "9.000e-04 (95% CI 9.000e-04 to 9.000e-04)",
+    ]
 
 
 EXPECTED = [  # (what, the text the report must show), formatted by hand from the numbers above
@@ -171,8 +205,12 @@ def test_html_states_every_required_item_and_is_self_contained(contract):
 
 def test_both_formats_show_the_same_values(contract):
     data = make_report(contract)
-    md_cells = {md_unescape(c.strip()) for line in render_markdown(data).splitlines() if line.startswith("|")
-                for c in line.strip("|").split(" | ")}
+    md_cells = {
+        md_unescape(c.strip())
+        for line in render_markdown(data).splitlines()
+        if line.startswith("|")
+        for c in line.strip("|").split(" | ")
+    }
     page = render_html(data)
     for value in ("8.800e-08 USD (95% CI 8.584e-08 to 9.021e-08)", "1.2 MB (1,234,567 bytes)", "v6-last-good"):
         assert value in md_cells and f"<td>{value}</td>" in page
@@ -230,11 +268,14 @@ def test_write_report_is_atomic(tmp_path, monkeypatch, contract):
     assert os.listdir(tmp_path) == ["report.html"]
 
 
-@pytest.mark.parametrize("kw, message", [
-    (dict(title=" "), "title must be a non-empty string"),
-    (dict(price_per_hour_usd=0), "price_per_hour_usd must be > 0, got 0"),
-    (dict(throughput_method=""), "throughput_method must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "kw, message",
+    [
+        (dict(title=" "), "title must be a non-empty string"),
+        (dict(price_per_hour_usd=0), "price_per_hour_usd must be > 0, got 0"),
+        (dict(throughput_method=""), "throughput_method must be a non-empty string"),
+    ],
+)
 def test_report_data_rejects_bad_fields(contract, kw, message):
     with pytest.raises(ValueError, match=message):
         make_report(contract, **kw)

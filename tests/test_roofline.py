@@ -9,6 +9,7 @@ forward pass cannot take less than 536,870,912 / 31.2e12 = 17.2 us.
 At batch 1 the weight dominates the bytes: 2 x 1024^2 / ((1024 + 1024^2 + 1024 + 1024) x 4) = 0.4985
 FLOP/byte, memory-bound, attainable 0.4985 x 600e9 = 299 GFLOP/s.
 """
+
 import math
 
 import pytest
@@ -16,8 +17,15 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpucost_lab.roofline import (Roofline, catalog, check_throughput, count_flops, find_accelerator,
-                                  linear_layer_cost, lookup)
+from gpucost_lab.roofline import (
+    Roofline,
+    catalog,
+    check_throughput,
+    count_flops,
+    find_accelerator,
+    linear_layer_cost,
+    lookup,
+)
 
 
 def test_linear_1024_batch_256_fp32_on_a10():
@@ -63,7 +71,9 @@ def test_catalog_lookup_by_name_and_by_torch_device_name():
     assert find_accelerator(None) is None
     with pytest.raises(ValueError, match="accelerator must be one of .*A10"):
         lookup("Z80")
-    assert {"A10", "A10G", "L4", "RTX 4090", "A100 40GB", "A100 80GB", "H100 SXM", "H100 PCIe", "H200"} <= set(catalog())
+    assert {"A10", "A10G", "L4", "RTX 4090", "A100 40GB", "A100 80GB", "H100 SXM", "H100 PCIe", "H200"} <= set(
+        catalog()
+    )
 
 
 def test_every_figure_has_a_source():
@@ -85,14 +95,17 @@ def test_impossible_throughput_is_flagged():
     assert check_throughput(0.5 * ceiling, flops_per_sample, roof, batch1).impossible
 
 
-@pytest.mark.parametrize("call,field", [
-    (lambda: linear_layer_cost(0, 1024, 1024), "batch"),
-    (lambda: linear_layer_cost(8, 1024, 1024, "int8"), "dtype"),
-    (lambda: Roofline(0, 1e9), "peak_flops_per_s"),
-    (lambda: Roofline(1e12, math.nan), "bandwidth_bytes_per_s"),
-    (lambda: lookup("A10").roofline("float32").attainable_flops_per_s(-1), "intensity"),
-    (lambda: check_throughput(-5, 10, lookup("A10").roofline("float32")), "units_per_s"),
-])
+@pytest.mark.parametrize(
+    "call,field",
+    [
+        (lambda: linear_layer_cost(0, 1024, 1024), "batch"),
+        (lambda: linear_layer_cost(8, 1024, 1024, "int8"), "dtype"),
+        (lambda: Roofline(0, 1e9), "peak_flops_per_s"),
+        (lambda: Roofline(1e12, math.nan), "bandwidth_bytes_per_s"),
+        (lambda: lookup("A10").roofline("float32").attainable_flops_per_s(-1), "intensity"),
+        (lambda: check_throughput(-5, 10, lookup("A10").roofline("float32")), "units_per_s"),
+    ],
+)
 def test_bad_input_names_the_field(call, field):
     with pytest.raises(ValueError, match=field):
         call()

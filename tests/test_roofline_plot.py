@@ -10,6 +10,7 @@ bf16: bytes halve to 3,147,776; intensity 170.56 FLOP/B; ridge 125e12 / 600e9 = 
       170.56 < 208.3 -> memory-bound, attainable 170.56 x 600e9 = 102.3 TFLOP/s, shortest forward
       = bytes / bandwidth = 3,147,776 / 600e9 = 5.246 us.
 """
+
 import math
 
 import matplotlib
@@ -68,8 +69,9 @@ def test_a_layer_cost_adds_flops_and_the_shortest_time():
 
 def test_a_measured_rate_above_the_roof_is_impossible():
     # 53.7 TFLOP/s claimed for a compute-bound fp32 kernel on a 31.2 TFLOP/s card: 172% of the roof
-    table = roofline_table("A10", "float32", [("unsynchronized", FP32_INTENSITY, 53.7e12),
-                                              ("synchronized", FP32_INTENSITY, 21.5e12)])
+    table = roofline_table(
+        "A10", "float32", [("unsynchronized", FP32_INTENSITY, 53.7e12), ("synchronized", FP32_INTENSITY, 21.5e12)]
+    )
     assert table["impossible"].tolist() == [True, False]
     assert table.loc[0, "fraction_of_attainable"] == pytest.approx(53.7 / 31.2)
     assert table.loc[1, "measured_tflops"] == pytest.approx(21.5)
@@ -125,14 +127,17 @@ def test_two_dtypes_on_one_axes_share_the_memory_roof():
     assert ax.get_ylim()[1] >= 125  # the higher roof stays in view
 
 
-@pytest.mark.parametrize("points, field", [
-    ([("x",)], "points[0]"),
-    (["ab"], "points[0]"),
-    ([("", 10.0)], "points[0] label"),
-    ([("x", 10.0), ("y", 0.0)], "points[1] intensity_flops_per_byte"),
-    ([("x", 10.0, -1.0)], "points[0] measured_flops_per_s"),
-    ([("x", math.nan)], "points[0] intensity_flops_per_byte"),
-])
+@pytest.mark.parametrize(
+    "points, field",
+    [
+        ([("x",)], "points[0]"),
+        (["ab"], "points[0]"),
+        ([("", 10.0)], "points[0] label"),
+        ([("x", 10.0), ("y", 0.0)], "points[1] intensity_flops_per_byte"),
+        ([("x", 10.0, -1.0)], "points[0] measured_flops_per_s"),
+        ([("x", math.nan)], "points[0] intensity_flops_per_byte"),
+    ],
+)
 def test_bad_points_name_the_field(points, field):
     with pytest.raises(ValueError, match=field.replace("[", r"\[").replace("]", r"\]")):
         roofline_table("A10", "float32", points)

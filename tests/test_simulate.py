@@ -3,6 +3,7 @@
 Structure is checked by plain scans of the events written here; busy time, gaps, sync points and phases are
 measured on the written file by ``gpucost_lab.timeline``; kernel times against the roofline by hand.
 """
+
 import dataclasses
 import gzip
 import json
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from gpucost_lab import simulate as sim
 from gpucost_lab import timeline
-from gpucost_lab.simulate import SCENARIOS, SimConfig, phase_totals_us, simulate, trace_bytes, write_trace
+from gpucost_lab.simulate import SCENARIOS, SimConfig, phase_totals_us, simulate, write_trace
 
 SMALL = SimConfig(steps=3, layers=2, hidden=256, batch_size=8)
 
@@ -26,8 +27,11 @@ def ns(us: float) -> int:
 
 
 def events(trace: dict, cat: str | None = None, name: str | None = None) -> list[dict]:
-    return [e for e in trace["traceEvents"] if e.get("ph") == "X" and (cat is None or e["cat"] == cat)
-            and (name is None or e["name"] == name)]
+    return [
+        e
+        for e in trace["traceEvents"]
+        if e.get("ph") == "X" and (cat is None or e["cat"] == cat) and (name is None or e["name"] == name)
+    ]
 
 
 def load(config: SimConfig, tmp_path, name: str = "trace.json.gz") -> timeline.Trace:
@@ -85,8 +89,11 @@ def check_structure(trace: dict, config: SimConfig) -> None:
         assert ns(k["ts"]) >= ns(launch["ts"]) + ns(launch["dur"])
         assert (k["args"]["stream"], k["args"]["device"], k["tid"]) == (7, 0, 7)
     # on the stream, nothing starts before the previous operation ends
-    gpu = sorted((ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in events(trace)
-                 if e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset"))
+    gpu = sorted(
+        (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]))
+        for e in events(trace)
+        if e["cat"] in ("kernel", "gpu_memcpy", "gpu_memset")
+    )
     assert all(start >= prev_end for (_, prev_end), (start, _) in zip(gpu, gpu[1:]))
     # one ProfilerStep#k per step, k = 0 .. steps - 1, back to back on one thread
     marks = sorted(events(trace, "user_annotation"), key=lambda e: e["ts"])
@@ -110,12 +117,31 @@ def test_every_scenario_is_well_formed(name):
     check_structure(simulate(SCENARIOS[name]), SCENARIOS[name])
 
 
-@given(seed=st.integers(0, 2**32), steps=st.integers(1, 4), workers=st.integers(0, 3), pin=st.booleans(),
-       item=st.booleans(), every=st.integers(0, 3), mixed=st.booleans(), layers=st.integers(1, 3))
+@given(
+    seed=st.integers(0, 2**32),
+    steps=st.integers(1, 4),
+    workers=st.integers(0, 3),
+    pin=st.booleans(),
+    item=st.booleans(),
+    every=st.integers(0, 3),
+    mixed=st.booleans(),
+    layers=st.integers(1, 3),
+)
 def test_any_small_config_is_well_formed(seed, steps, workers, pin, item, every, mixed, layers):
-    config = SimConfig(seed=seed, steps=steps, num_workers=workers, pin_memory=pin, item_sync=item,
-                       eval_every=every, eval_batches=2, checkpoint_every=every, mixed_precision=mixed,
-                       layers=layers, hidden=128, batch_size=16)
+    config = SimConfig(
+        seed=seed,
+        steps=steps,
+        num_workers=workers,
+        pin_memory=pin,
+        item_sync=item,
+        eval_every=every,
+        eval_batches=2,
+        checkpoint_every=every,
+        mixed_precision=mixed,
+        layers=layers,
+        hidden=128,
+        batch_size=16,
+    )
     check_structure(simulate(config), config)
 
 
@@ -202,8 +228,10 @@ def test_healthy_keeps_the_gpu_busy_and_no_workers_starves_it(tmp_path):
 
 def test_pageable_copies_are_slower_and_lengthen_the_step(tmp_path):
     pinned, pageable = load(SCENARIOS["healthy"], tmp_path, "a.json.gz"), load(SCENARIOS["pageable_copies"], tmp_path)
-    copies = {name: timeline.memcpy_summary(t).set_index("direction").loc["HtoD"]
-              for name, t in (("pinned", pinned), ("pageable", pageable))}
+    copies = {
+        name: timeline.memcpy_summary(t).set_index("direction").loc["HtoD"]
+        for name, t in (("pinned", pinned), ("pageable", pageable))
+    }
     assert copies["pageable"]["total_us"] > 2.5 * copies["pinned"]["total_us"]  # 25 / 8 GB/s
     assert span_per_step_us(pageable, 12) > span_per_step_us(pinned, 12) + 500
 
@@ -222,6 +250,7 @@ def test_mixed_precision_shortens_kernels_and_steps(tmp_path):
 
     def kernel_us(trace):
         return timeline.top_ops(trace, 100)["total_us"].sum()
+
     assert kernel_us(bf16) < 0.7 * kernel_us(fp32)
     assert span_per_step_us(bf16, 12) < span_per_step_us(fp32, 12)
 
@@ -264,26 +293,59 @@ def test_phase_totals_match_the_annotations_in_the_trace():
         assert totals[phase] == pytest.approx(sums[phase], abs=1e-3 * config.steps)
     end_us = max(e["ts"] + e.get("dur", 0) for e in trace["traceEvents"])
     assert totals["wall"] == pytest.approx(end_us - sim.TRACE_START_US, abs=1e-3)
-    assert set(totals) == {"data", "h2d_copy", "forward", "backward", "optimizer", "item_sync", "eval",
-                           "checkpoint", "wall"}
+    assert set(totals) == {
+        "data",
+        "h2d_copy",
+        "forward",
+        "backward",
+        "optimizer",
+        "item_sync",
+        "eval",
+        "checkpoint",
+        "wall",
+    }
 
 
 def test_scenarios_change_only_their_knob():
     base = SimConfig()
-    changed = {name: {f.name for f in dataclasses.fields(SimConfig)
-                      if getattr(config, f.name) != getattr(base, f.name)} for name, config in SCENARIOS.items()}
-    assert changed == {"healthy": set(), "dataloader_stall": {"num_workers"}, "pageable_copies": {"pin_memory"},
-                       "item_sync": {"item_sync"}, "mixed_precision": {"mixed_precision"},
-                       "eval_checkpoint_heavy": {"steps", "eval_every", "eval_batches", "checkpoint_every"}}
+    changed = {
+        name: {f.name for f in dataclasses.fields(SimConfig) if getattr(config, f.name) != getattr(base, f.name)}
+        for name, config in SCENARIOS.items()
+    }
+    assert changed == {
+        "healthy": set(),
+        "dataloader_stall": {"num_workers"},
+        "pageable_copies": {"pin_memory"},
+        "item_sync": {"item_sync"},
+        "mixed_precision": {"mixed_precision"},
+        "eval_checkpoint_heavy": {"steps", "eval_every", "eval_batches", "checkpoint_every"},
+    }
 
 
 # ----------------------------------------------------------------------------------------------- validation
-@pytest.mark.parametrize("field, value", [
-    ("seed", -1), ("steps", 0), ("steps", 2.5), ("steps", 10_001), ("batch_size", 0), ("num_workers", -1),
-    ("num_workers", 65), ("pin_memory", "yes"), ("item_sync", 1), ("eval_every", -1), ("eval_batches", 0),
-    ("checkpoint_every", -2), ("mixed_precision", None), ("layers", 0), ("hidden", True), ("sample_bytes", 0),
-    ("decode_us_per_sample", -1.0), ("decode_us_per_sample", math.nan),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("seed", -1),
+        ("steps", 0),
+        ("steps", 2.5),
+        ("steps", 10_001),
+        ("batch_size", 0),
+        ("num_workers", -1),
+        ("num_workers", 65),
+        ("pin_memory", "yes"),
+        ("item_sync", 1),
+        ("eval_every", -1),
+        ("eval_batches", 0),
+        ("checkpoint_every", -2),
+        ("mixed_precision", None),
+        ("layers", 0),
+        ("hidden", True),
+        ("sample_bytes", 0),
+        ("decode_us_per_sample", -1.0),
+        ("decode_us_per_sample", math.nan),
+    ],
+)
 def test_bad_values_name_the_field_and_the_value(field, value):
     with pytest.raises(ValueError, match=field) as info:
         SimConfig(**{field: value})

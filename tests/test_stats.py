@@ -3,6 +3,7 @@
 Values are chosen so their logs are round numbers: e^0, e^1, e^2 have logs 0, 1, 2 (mean 1, sample
 standard deviation 1); 2 and 8 have logs ln 2 and 3 ln 2 (mean 2 ln 2, standard deviation sqrt(2) ln 2).
 """
+
 import math
 
 import pytest
@@ -30,13 +31,14 @@ def test_two_repeats_2_and_8():
     est = Estimate.of([2.0, 8.0])
     assert est.geomean == pytest.approx(4.0)
     assert est.log_se == pytest.approx(math.log(2))  # sqrt(2) ln 2 / sqrt(2)
-    assert (est.ci95_low, est.ci95_high) == (pytest.approx(4 * 2 ** -T_975[1], rel=1e-6),
-                                             pytest.approx(4 * 2 ** T_975[1], rel=1e-6))
+    assert (est.ci95_low, est.ci95_high) == (
+        pytest.approx(4 * 2 ** -T_975[1], rel=1e-6),
+        pytest.approx(4 * 2 ** T_975[1], rel=1e-6),
+    )
     assert est.width_factor == pytest.approx(2 ** (2 * T_975[1]), rel=1e-6)
 
 
-@pytest.mark.parametrize("values", [[1.0], [], [1.0, math.nan], [1.0, math.inf], [1.0, 0.0], [-1.0, 2.0],
-                                    [True, 2.0]])
+@pytest.mark.parametrize("values", [[1.0], [], [1.0, math.nan], [1.0, math.inf], [1.0, 0.0], [-1.0, 2.0], [True, 2.0]])
 def test_rejects_too_few_non_finite_or_non_positive(values):
     with pytest.raises(ValueError, match="values"):
         Estimate.of(values) if values and values[0] is not True else Estimate(tuple(values))
@@ -52,8 +54,10 @@ def test_interval_is_positive_contains_the_centre_and_commutes_with_scaling_and_
     # a price x a time: the estimate of the costs is the price x the estimate of the times, bounds too
     scaled = Estimate.of(v * k for v in values)
     assert scaled.geomean == pytest.approx(k * est.geomean, rel=1e-9)
-    assert (scaled.ci95_low, scaled.ci95_high) == (pytest.approx(k * est.ci95_low, rel=1e-6),
-                                                   pytest.approx(k * est.ci95_high, rel=1e-6))
+    assert (scaled.ci95_low, scaled.ci95_high) == (
+        pytest.approx(k * est.ci95_low, rel=1e-6),
+        pytest.approx(k * est.ci95_high, rel=1e-6),
+    )
     # units per time: the estimate of the rates is the reciprocal of the estimate of the times
     rates = Estimate.of(1 / v for v in values)
     assert rates.geomean == pytest.approx(1 / est.geomean, rel=1e-9)
@@ -61,8 +65,7 @@ def test_interval_is_positive_contains_the_centre_and_commutes_with_scaling_and_
 
 
 def test_constant_values_have_no_width():
-    assert Estimate.of([3.0, 3.0, 3.0]).interval == Interval(pytest.approx(3.0), pytest.approx(3.0),
-                                                            pytest.approx(3.0))
+    assert Estimate.of([3.0, 3.0, 3.0]).interval == Interval(pytest.approx(3.0), pytest.approx(3.0), pytest.approx(3.0))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -82,8 +85,10 @@ def test_welch_satterthwaite_by_hand():
     r, low, high = ratio_interval(Estimate.of([1.0, E, E * E]), Estimate.of([1.0, E * E]))
     t = stats.t.ppf(0.975, 32 / 19)  # the reference implementation of the t quantile
     assert r == pytest.approx(1.0)
-    assert (low, high) == (pytest.approx(math.exp(-t * math.sqrt(4 / 3)), rel=1e-9),
-                           pytest.approx(math.exp(t * math.sqrt(4 / 3)), rel=1e-9))
+    assert (low, high) == (
+        pytest.approx(math.exp(-t * math.sqrt(4 / 3)), rel=1e-9),
+        pytest.approx(math.exp(t * math.sqrt(4 / 3)), rel=1e-9),
+    )
 
 
 def test_a_product_with_an_exact_number_scales_the_interval():
@@ -103,8 +108,10 @@ def test_swapping_a_ratio_inverts_its_interval(c_values, b_values):
     assert (low2, high2) == (pytest.approx(1 / high, rel=1e-9), pytest.approx(1 / low, rel=1e-9))
 
 
-@pytest.mark.parametrize("factor,match", [((Estimate.of([1.0, 2.0]), 2), "power"), ((0.0, 1), "factor"),
-                                          (("3", 1), "factor"), ((math.inf, -1), "factor")])
+@pytest.mark.parametrize(
+    "factor,match",
+    [((Estimate.of([1.0, 2.0]), 2), "power"), ((0.0, 1), "factor"), (("3", 1), "factor"), ((math.inf, -1), "factor")],
+)
 def test_combine_rejects_bad_factors(factor, match):
     with pytest.raises(ValueError, match=match):
         combine(factor)

@@ -7,6 +7,7 @@ unsynchronized blocks. Synchronized: the queue is drained first, then 10 x 10 ms
 2,560 / 0.1 = 25,600 samples/s. Unsynchronized: 10 x 1 us = 10 us per block (the clock stops before
 the queue drains), 2,560 / 1e-5 = 2.56e8 samples/s; ratio 10,000.
 """
+
 import time
 
 import pytest
@@ -98,8 +99,14 @@ def test_a_synchronized_measurement_with_an_impossible_rate_is_still_flagged(con
     # a tiny made-up roof: 1 GFLOP/s; 25,600 x 4.19e6 FLOP/s is 107x over it
     dev = fake_device(0.01)
     honest = measure(dev.launch, contract(), clock=dev.clock, synchronize=dev.synchronize)
-    check = compare_sync(dev.launch, contract(), synchronize=dev.synchronize, clock=dev.clock,
-                         flops_per_unit=FLOPS_PER_SAMPLE, roofline=Roofline(1e9, 1e9))
+    check = compare_sync(
+        dev.launch,
+        contract(),
+        synchronize=dev.synchronize,
+        clock=dev.clock,
+        flops_per_unit=FLOPS_PER_SAMPLE,
+        roofline=Roofline(1e9, 1e9),
+    )
     assert check.bound_check.fraction_of_bound == pytest.approx(25_600 * FLOPS_PER_SAMPLE / 1e9)
     assert any("roofline bound of 0.001 TFLOP/s" in r for r in check.reasons)
     assert honest.units_per_s_geomean == pytest.approx(check.synchronized_units_per_s)
@@ -108,8 +115,11 @@ def test_a_synchronized_measurement_with_an_impossible_rate_is_still_flagged(con
 def test_an_async_cpu_device_is_flagged(contract):
     # each step queues 5 ms on a real worker thread: 10 steps take >= 50 ms synchronized, a few us unsynchronized
     with AsyncDevice() as dev:
-        check = compare_sync(lambda: dev.launch(lambda: time.sleep(0.005)),
-                             contract(warmup_steps=1, measured_steps=10, repeats=2), synchronize=dev.synchronize)
+        check = compare_sync(
+            lambda: dev.launch(lambda: time.sleep(0.005)),
+            contract(warmup_steps=1, measured_steps=10, repeats=2),
+            synchronize=dev.synchronize,
+        )
         dev.synchronize()
     assert check.flagged and check.ratio > 5
     assert check.synchronized_units_per_s <= 2 * 10 * 256 / 0.05 / 2  # at most 10 x 256 samples per 50 ms
@@ -137,8 +147,14 @@ def test_a_synchronous_step_is_not_flagged_when_one_block_is_stalled(contract):
 
 def test_to_dict_is_plain_data(contract, fake_device):
     dev = fake_device(0.01)
-    d = compare_sync(dev.launch, contract(), synchronize=dev.synchronize, clock=dev.clock,
-                     flops_per_unit=FLOPS_PER_SAMPLE, roofline="A10").to_dict()
+    d = compare_sync(
+        dev.launch,
+        contract(),
+        synchronize=dev.synchronize,
+        clock=dev.clock,
+        flops_per_unit=FLOPS_PER_SAMPLE,
+        roofline="A10",
+    ).to_dict()
     assert d["flagged"] is True and d["counted_unit"] == "samples" and d["ratio"] == pytest.approx(10_000)
     assert d["bound_check"]["impossible"] is False and isinstance(d["reasons"], list)
     assert "synchronized_measurement" not in d

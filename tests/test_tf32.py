@@ -7,6 +7,7 @@ weight-gradient matmuls), so 50 TFLOP/s is 50e12 / 4,194,304 = 11.92 million sam
 peak (impossible) but 32.1% of the TF32 peak (possible).
 The flags are process-wide: every test that sets one restores all of them (fixture ``flags``).
 """
+
 import dataclasses
 import json
 
@@ -19,9 +20,17 @@ from gpucost_lab.roofline import bounding_peak, catalog, check_throughput, looku
 from gpucost_lab.timing import measure
 
 # torch >= 2.9 precision settings, parents before children so a restore lands on the child's own value
-SETTINGS = ("fp32_precision", "cuda.matmul.fp32_precision", "cudnn.fp32_precision", "cudnn.conv.fp32_precision",
-            "cudnn.rnn.fp32_precision", "mkldnn.fp32_precision", "mkldnn.matmul.fp32_precision",
-            "mkldnn.conv.fp32_precision", "mkldnn.rnn.fp32_precision")
+SETTINGS = (
+    "fp32_precision",
+    "cuda.matmul.fp32_precision",
+    "cudnn.fp32_precision",
+    "cudnn.conv.fp32_precision",
+    "cudnn.rnn.fp32_precision",
+    "mkldnn.fp32_precision",
+    "mkldnn.matmul.fp32_precision",
+    "mkldnn.conv.fp32_precision",
+    "mkldnn.rnn.fp32_precision",
+)
 A100 = "NVIDIA A100-SXM4-40GB"
 FLOPS_PER_SAMPLE = 4 * 1024 * 1024
 
@@ -35,7 +44,7 @@ def _owner(path):
 
 def _snapshot():
     if hasattr(torch.backends, "fp32_precision"):
-        return {p: getattr(_owner(p), "fp32_precision") for p in SETTINGS}
+        return {p: _owner(p).fp32_precision for p in SETTINGS}
     return {"matmul": torch.get_float32_matmul_precision(), "cudnn": torch.backends.cudnn.allow_tf32}
 
 
@@ -45,7 +54,7 @@ def _restore(saved):
         torch.backends.cudnn.allow_tf32 = saved["cudnn"]
         return
     for path, value in saved.items():
-        setattr(_owner(path), "fp32_precision", value)
+        _owner(path).fp32_precision = value
 
 
 @pytest.fixture
@@ -58,12 +67,21 @@ def flags():
 
 def on_a100(contract):
     """The same contract as if captured on an A100 (this machine has no GPU)."""
-    return dataclasses.replace(contract, device="cuda", gpu_name=A100, gpu_memory_bytes=40 * 2**30,
-                               sync_method="torch.cuda.synchronize")
+    return dataclasses.replace(
+        contract, device="cuda", gpu_name=A100, gpu_memory_bytes=40 * 2**30, sync_method="torch.cuda.synchronize"
+    )
 
 
-@pytest.mark.parametrize("name,tf32,fp32", [("A100 40GB", 156, 19.5), ("A100 80GB", 156, 19.5),
-                                             ("H100 SXM", 494.7, 67), ("H200", 494.7, 67), ("L4", 60, 30.3)])
+@pytest.mark.parametrize(
+    "name,tf32,fp32",
+    [
+        ("A100 40GB", 156, 19.5),
+        ("A100 80GB", 156, 19.5),
+        ("H100 SXM", 494.7, 67),
+        ("H200", 494.7, 67),
+        ("L4", 60, 30.3),
+    ],
+)
 def test_catalog_keeps_dense_tf32_peaks_with_sources(name, tf32, fp32):
     acc = lookup(name)  # datasheet dense figures (H100 SXM / H200 TF32: architecture whitepaper, Table 3)
     assert (acc.tf32_tflops, acc.fp32_tflops) == (tf32, fp32)

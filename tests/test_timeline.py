@@ -4,6 +4,7 @@ Sources of truth: HolisticTraceAnalysis's temporal breakdown (reference tool), d
 written here (plain loops, not the module's vectorized code), hand computations on small traces written here,
 torch.profiler traces with a known injected structure, and hypothesis properties.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -15,7 +16,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from torch.profiler import ProfilerActivity, profile, record_function, schedule
 
 from gpucost_lab import timeline as tl
@@ -25,8 +27,13 @@ SAMPLED = FIXTURES / "sampled_rank0_gpu.json.gz"
 ALEXNET = FIXTURES / "a100_alexnet_train.json.gz"
 EVENT_SYNC = FIXTURES / "a100_cuda_event_sync.json.gz"
 CPU_SMALL = FIXTURES / "cpu_only_small.json.gz"
-HOST_SYNC = {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "aten::item",
-             "aten::_local_scalar_dense"}
+HOST_SYNC = {
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "aten::item",
+    "aten::_local_scalar_dense",
+}
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -64,8 +71,17 @@ def X(cat, name, ts, dur, tid=1, pid=1, **args):
 
 
 def kernel(name, ts, dur, stream=7, correlation=None):
-    return X("kernel", name, ts, dur, tid=stream, pid=0, stream=stream, device=0,
-             **({} if correlation is None else {"correlation": correlation}))
+    return X(
+        "kernel",
+        name,
+        ts,
+        dur,
+        tid=stream,
+        pid=0,
+        stream=stream,
+        device=0,
+        **({} if correlation is None else {"correlation": correlation}),
+    )
 
 
 # ----------------------------------------------------------------------------------------------- HTA reference
@@ -79,8 +95,10 @@ def kernel(name, ts, dur, stream=7, correlation=None):
 #                        kernel_time (span) 12,996,011 us   -> busy = 66,327 us
 # HTA drops GPU work launched in the last of two or more ProfilerSteps (sampled has two) and also counts
 # cuda_sync events that carry a stream as non-compute busy time (alexnet has them; we count them idle).
-HTA = {SAMPLED: {"idle_us": 321_378, "busy_us": 106_252 + 172_428, "span_us": 600_058},
-       ALEXNET: {"idle_us": 12_929_684, "busy_us": 10_630 + 55_697, "span_us": 12_996_011}}
+HTA = {
+    SAMPLED: {"idle_us": 321_378, "busy_us": 106_252 + 172_428, "span_us": 600_058},
+    ALEXNET: {"idle_us": 12_929_684, "busy_us": 10_630 + 55_697, "span_us": 12_996_011},
+}
 
 
 @pytest.mark.parametrize("path", [SAMPLED, ALEXNET], ids=["sampled_rank0_gpu", "a100_alexnet_train"])
@@ -109,13 +127,18 @@ def test_include_last_step_is_the_union_of_every_gpu_interval():
 def test_last_step_rule_by_hand(tmp_path):
     # step 1 [0, 100): launches k1 (runs 10..30) and k2 (launched at 90, runs 95..120, past the step's end)
     # step 2 [100, 200): launches k3 (runs 150..160). Default: k1 + k2 -> busy 20 + 25 = 45, span 10..120 = 110.
-    events = [X("user_annotation", "ProfilerStep#1", 0, 100), X("user_annotation", "ProfilerStep#2", 100, 100),
-              X("cuda_runtime", "cudaLaunchKernel", 5, 2, correlation=1), kernel("k1", 10, 20, correlation=1),
-              X("cuda_runtime", "cudaLaunchKernel", 90, 2, correlation=2), kernel("k2", 95, 25, correlation=2),
-              X("cuda_runtime", "cudaLaunchKernel", 140, 2, correlation=3), kernel("k3", 150, 10, correlation=3)]
+    events = [
+        X("user_annotation", "ProfilerStep#1", 0, 100),
+        X("user_annotation", "ProfilerStep#2", 100, 100),
+        X("cuda_runtime", "cudaLaunchKernel", 5, 2, correlation=1),
+        kernel("k1", 10, 20, correlation=1),
+        X("cuda_runtime", "cudaLaunchKernel", 90, 2, correlation=2),
+        kernel("k2", 95, 25, correlation=2),
+        X("cuda_runtime", "cudaLaunchKernel", 140, 2, correlation=3),
+        kernel("k3", 150, 10, correlation=3),
+    ]
     trace = tl.load_trace(write_trace(tmp_path / "t.json", events))
-    assert tl.busy_idle(trace) == tl.BusyIdle(span_us=110, busy_us=45, idle_us=65, start_us=10, end_us=120,
-                                              basis="gpu")
+    assert tl.busy_idle(trace) == tl.BusyIdle(span_us=110, busy_us=45, idle_us=65, start_us=10, end_us=120, basis="gpu")
     every = tl.busy_idle(trace, include_last_step=True)  # + k3: busy 55, span 10..160 = 150
     assert (every.busy_us, every.span_us, every.idle_us) == (55, 150, 95)
 
@@ -130,8 +153,16 @@ def test_events_table_has_the_documented_columns_and_one_row_per_complete_event(
     counts = trace.events["kind"].value_counts().to_dict()
     # hand count from the fixture's categories: 79 kernel, 16 gpu_memcpy, 3 gpu_memset, 41 cuda_sync,
     # 361 cuda_runtime, 359 cpu_op, 8 user_annotation (no ProfilerStep), 1 "Trace"
-    assert counts == {"runtime": 361, "cpu_op": 359, "kernel": 79, "sync": 41, "memcpy": 16, "annotation": 8,
-                      "memset": 3, "other": 1}
+    assert counts == {
+        "runtime": 361,
+        "cpu_op": 359,
+        "kernel": 79,
+        "sync": 41,
+        "memcpy": 16,
+        "annotation": 8,
+        "memset": 3,
+        "other": 1,
+    }
     kernels = trace.events[trace.events["kind"] == "kernel"]
     assert set(kernels["lane"]) == {f"stream {e['args']['stream']}" for e in events if e["cat"] == "kernel"}
     assert trace.events["ts_us"].is_monotonic_increasing
@@ -147,13 +178,19 @@ def scan_sync_points(path):
     def inside(i, j):  # host[i] lies within host[j] (of two identical intervals, the later one in the file)
         a, b = host[i], host[j]
         same = (a["ts"], a["dur"]) == (b["ts"], b["dur"])
-        return (i != j and a["tid"] == b["tid"] and b["ts"] <= a["ts"] and a["ts"] + a["dur"] <= b["ts"] + b["dur"]
-                and (j < i or not same))
+        return (
+            i != j
+            and a["tid"] == b["tid"]
+            and b["ts"] <= a["ts"]
+            and a["ts"] + a["dur"] <= b["ts"] + b["dur"]
+            and (j < i or not same)
+        )
 
     outer = [h for i, h in enumerate(host) if not any(inside(i, j) for j in range(len(host)))]
     device = [e for e in events if e["cat"] == "cuda_sync" or (e["cat"] == "gpu_memcpy" and "DtoH" in e["name"])]
-    alone = [d for d in device
-             if not any(h["ts"] <= d["ts"] + d["dur"] and d["ts"] <= h["ts"] + h["dur"] for h in host)]
+    alone = [
+        d for d in device if not any(h["ts"] <= d["ts"] + d["dur"] and d["ts"] <= h["ts"] + h["dur"] for h in host)
+    ]
     return sorted([(h["ts"], h["name"]) for h in outer] + [(d["ts"], d["name"]) for d in alone])
 
 
@@ -216,7 +253,8 @@ def test_top_ops_are_kernels_ranked_by_total_time():
 def test_steps_and_phases_of_the_gpu_fixtures():
     # event_sync: one ProfilerStep#100 of 3,154 us; sampled: ProfilerStep#551 and #552
     assert tl.steps(tl.load_trace(EVENT_SYNC)).to_dict("records") == [
-        {"step": 100, "start_us": 1707417525509335.0, "duration_us": 3154.0}]
+        {"step": 100, "start_us": 1707417525509335.0, "duration_us": 3154.0}
+    ]
     sampled = tl.load_trace(SAMPLED)
     assert list(tl.steps(sampled)["step"]) == [551, 552]
     assert not tl.phases(sampled)["name"].str.startswith("ProfilerStep").any()
@@ -239,8 +277,9 @@ def test_cpu_only_fixture_phases_from_its_user_annotations():
 
 # ----------------------------------------------------------------------------------------------- fresh CPU traces
 def profiled(tmp_path, body, steps=3, **kw):
-    with profile(activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=steps, repeat=1),
-                 **kw) as prof:
+    with profile(
+        activities=[ProfilerActivity.CPU], schedule=schedule(wait=1, warmup=1, active=steps, repeat=1), **kw
+    ) as prof:
         for _ in range(2 + steps):
             body()
             prof.step()
@@ -308,32 +347,41 @@ def test_peak_memory_covers_a_known_allocation(tmp_path):
 
 # ----------------------------------------------------------------------------------------------- small hand traces
 def test_nested_host_syncs_and_their_device_events_are_one_point(tmp_path):
-    events = [X("cpu_op", "aten::item", 100, 50), X("cpu_op", "aten::_local_scalar_dense", 102, 45),
-              X("cuda_runtime", "cudaMemcpyAsync", 104, 20, correlation=5),
-              X("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 110, 4, tid=7, pid=0, stream=7, bytes=4),
-              X("cuda_runtime", "cudaStreamSynchronize", 126, 20, correlation=6),
-              X("cuda_sync", "Stream Sync", 127, 18, tid=7, pid=0, stream=7),
-              kernel("k", 0, 90),
-              # a DtoH copy no host sync overlaps: a point of its own, on its stream
-              X("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 300, 5, tid=7, pid=0, stream=7, bytes=8)]
+    events = [
+        X("cpu_op", "aten::item", 100, 50),
+        X("cpu_op", "aten::_local_scalar_dense", 102, 45),
+        X("cuda_runtime", "cudaMemcpyAsync", 104, 20, correlation=5),
+        X("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 110, 4, tid=7, pid=0, stream=7, bytes=4),
+        X("cuda_runtime", "cudaStreamSynchronize", 126, 20, correlation=6),
+        X("cuda_sync", "Stream Sync", 127, 18, tid=7, pid=0, stream=7),
+        kernel("k", 0, 90),
+        # a DtoH copy no host sync overlaps: a point of its own, on its stream
+        X("gpu_memcpy", "Memcpy DtoH (Device -> Pinned)", 300, 5, tid=7, pid=0, stream=7, bytes=8),
+    ]
     points = tl.sync_points(tl.load_trace(write_trace(tmp_path / "t.json", events)))
     assert points.to_dict("records") == [
         {"name": "aten::item", "ts_us": 100, "duration_us": 50, "lane": "thread 1"},
-        {"name": "Memcpy DtoH (Device -> Pinned)", "ts_us": 300, "duration_us": 5, "lane": "stream 7"}]
+        {"name": "Memcpy DtoH (Device -> Pinned)", "ts_us": 300, "duration_us": 5, "lane": "stream 7"},
+    ]
 
 
 def test_gaps_name_the_operations_around_them(tmp_path):
     # streams 7 and 20: a [0, 10) and b [5, 30) overlap -> busy [0, 30); c [50, 60); d [100, 101)
-    events = [kernel("a", 0, 10), kernel("b", 5, 25, stream=20), kernel("c", 50, 10), kernel("d", 100, 1),
-              X("cpu_op", "aten::mm", 0, 200)]
+    events = [
+        kernel("a", 0, 10),
+        kernel("b", 5, 25, stream=20),
+        kernel("c", 50, 10),
+        kernel("d", 100, 1),
+        X("cpu_op", "aten::mm", 0, 200),
+    ]
     trace = tl.load_trace(write_trace(tmp_path / "t.json.gz", events, gz=True))
     assert tl.gaps(trace).to_dict("records") == [
         {"start_us": 60, "duration_us": 40, "before": "c", "after": "d"},
-        {"start_us": 30, "duration_us": 20, "before": "b", "after": "c"}]
+        {"start_us": 30, "duration_us": 20, "before": "b", "after": "c"},
+    ]
     assert tl.gaps(trace, top=1)["duration_us"].tolist() == [40]
     assert tl.gaps(trace, min_us=25)["duration_us"].tolist() == [40]
-    assert tl.busy_idle(trace) == tl.BusyIdle(span_us=101, busy_us=41, idle_us=60, start_us=0, end_us=101,
-                                              basis="gpu")
+    assert tl.busy_idle(trace) == tl.BusyIdle(span_us=101, busy_us=41, idle_us=60, start_us=0, end_us=101, basis="gpu")
     # window [20, 55]: busy [20, 30) + [50, 55) = 15 of a 35 us span
     w = tl.busy_idle(trace, start_us=20, end_us=55)
     assert (w.span_us, w.busy_us, w.idle_us, w.start_us, w.end_us) == (35, 15, 20, 20, 55)
@@ -342,35 +390,59 @@ def test_gaps_name_the_operations_around_them(tmp_path):
 
 def test_main_thread_is_the_one_with_most_step_and_op_time(tmp_path):
     # thread 2 holds 100 us of ops, thread 1 holds 30 us: busy on thread 2 is [0, 40) + [70, 130) = 100 of 130
-    events = [X("cpu_op", "aten::a", 0, 30, tid=1), X("cpu_op", "aten::b", 0, 40, tid=2),
-              X("cpu_op", "aten::c", 70, 60, tid=2), X("cpu_op", "aten::c_inner", 80, 10, tid=2)]
+    events = [
+        X("cpu_op", "aten::a", 0, 30, tid=1),
+        X("cpu_op", "aten::b", 0, 40, tid=2),
+        X("cpu_op", "aten::c", 70, 60, tid=2),
+        X("cpu_op", "aten::c_inner", 80, 10, tid=2),
+    ]
     trace = tl.load_trace(write_trace(tmp_path / "t.json", events, array_format=True))
     b = tl.busy_idle(trace)
     assert (b.basis, b.span_us, b.busy_us, b.idle_us) == ("main thread", 130, 100, 30)
     assert tl.gaps(trace).to_dict("records") == [
-        {"start_us": 40, "duration_us": 30, "before": "aten::b", "after": "aten::c"}]
+        {"start_us": 40, "duration_us": 30, "before": "aten::b", "after": "aten::c"}
+    ]
 
 
 def test_a_gap_is_named_by_the_outermost_ops_around_it(tmp_path):
     # item [0, 10) wraps _local_scalar_dense [2, 10) (same end); matmul [30, 50) wraps mm [30, 45)
-    events = [X("cpu_op", "aten::item", 0, 10), X("cpu_op", "aten::_local_scalar_dense", 2, 8),
-              X("cpu_op", "aten::mm", 30, 15), X("cpu_op", "aten::matmul", 30, 20)]
+    events = [
+        X("cpu_op", "aten::item", 0, 10),
+        X("cpu_op", "aten::_local_scalar_dense", 2, 8),
+        X("cpu_op", "aten::mm", 30, 15),
+        X("cpu_op", "aten::matmul", 30, 20),
+    ]
     trace = tl.load_trace(write_trace(tmp_path / "t.json", events))
     assert tl.gaps(trace).to_dict("records") == [
-        {"start_us": 10, "duration_us": 20, "before": "aten::item", "after": "aten::matmul"}]
+        {"start_us": 10, "duration_us": 20, "before": "aten::item", "after": "aten::matmul"}
+    ]
 
 
 def memory(ts, total, device_type):
-    return {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts,
-            "args": {"Total Allocated": total, "Bytes": 1, "Device Type": device_type}}
+    return {
+        "ph": "i",
+        "s": "t",
+        "name": "[memory]",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "args": {"Total Allocated": total, "Bytes": 1, "Device Type": device_type},
+    }
 
 
 def test_gpu_side_annotations_count_once_and_peak_memory_prefers_cuda(tmp_path):
     # a CUDA export mirrors each record_function range and each ProfilerStep on the GPU (gpu_user_annotation)
-    events = [X("user_annotation", "ProfilerStep#4", 0, 100), X("user_annotation", "fwd", 10, 30),
-              X("gpu_user_annotation", "ProfilerStep#4", 5, 100, tid=7, pid=0, stream=7),
-              X("gpu_user_annotation", "fwd", 15, 30, tid=7, pid=0, stream=7), kernel("k", 15, 30),
-              memory(20, 300, 0), memory(30, 120, 1), memory(40, 80, 1), memory(50, 10, 0)]
+    events = [
+        X("user_annotation", "ProfilerStep#4", 0, 100),
+        X("user_annotation", "fwd", 10, 30),
+        X("gpu_user_annotation", "ProfilerStep#4", 5, 100, tid=7, pid=0, stream=7),
+        X("gpu_user_annotation", "fwd", 15, 30, tid=7, pid=0, stream=7),
+        kernel("k", 15, 30),
+        memory(20, 300, 0),
+        memory(30, 120, 1),
+        memory(40, 80, 1),
+        memory(50, 10, 0),
+    ]
     trace = tl.load_trace(write_trace(tmp_path / "t.json", events))
     assert tl.steps(trace).to_dict("records") == [{"step": 4, "start_us": 0, "duration_us": 100}]
     assert tl.phases(trace).to_dict("records") == [{"name": "fwd", "count": 1, "total_us": 30}]
@@ -384,16 +456,34 @@ def test_gpu_side_annotations_count_once_and_peak_memory_prefers_cuda(tmp_path):
 
 def test_analyze_is_plain_json_with_exactly_the_cli_keys(tmp_path):
     result = tl.analyze(ALEXNET, top=3)
-    assert set(result) == {"device", "span_ms", "busy_ms", "idle_ms", "gaps", "sync_points", "memcpy", "top_ops",
-                           "peak_memory_bytes", "phases", "steps", "skipped_events", "idle_breakdown", "kernels"}
+    assert set(result) == {
+        "device",
+        "span_ms",
+        "busy_ms",
+        "idle_ms",
+        "gaps",
+        "sync_points",
+        "memcpy",
+        "top_ops",
+        "peak_memory_bytes",
+        "phases",
+        "steps",
+        "skipped_events",
+        "idle_breakdown",
+        "kernels",
+    }
     assert result["skipped_events"] == {}  # every complete event of the fixture has a ts and a dur >= 0
     json.dumps(result, allow_nan=False)  # plain types, no NaN
     assert len(result["gaps"]) == 3 and set(result["gaps"][0]) == {"start_ms", "duration_ms", "before", "after"}
     widths = [g["duration_ms"] for g in result["gaps"]]
     assert widths == sorted(widths, reverse=True) and all(g["start_ms"] >= 0 for g in result["gaps"])
     assert set(result["sync_points"][0]) == {"name", "ts_ms", "duration_ms"}
-    assert result["memcpy"][0] == {"direction": "HtoD", "count": 16, "total_ms": pytest.approx(55.503),
-                                   "total_bytes": 244_403_360}
+    assert result["memcpy"][0] == {
+        "direction": "HtoD",
+        "count": 16,
+        "total_ms": pytest.approx(55.503),
+        "total_bytes": 244_403_360,
+    }
     assert set(result["top_ops"][0]) == {"name", "kind", "count", "total_ms", "share"}
     assert result["peak_memory_bytes"] is None and result["steps"] == 0 and result["device"] == "cuda"
     cpu = tl.analyze(CPU_SMALL)
@@ -430,8 +520,12 @@ def test_bad_files_raise_value_error_naming_the_file(tmp_path):
 
 def test_an_empty_window_raises_naming_the_file():
     trace = tl.load_trace(EVENT_SYNC)
-    for call in (lambda: tl.load_trace(EVENT_SYNC, start_us=0, end_us=1), lambda: tl.busy_idle(trace, end_us=1),
-                 lambda: tl.gaps(trace, start_us=1e18), lambda: tl.analyze(trace, end_us=1)):
+    for call in (
+        lambda: tl.load_trace(EVENT_SYNC, start_us=0, end_us=1),
+        lambda: tl.busy_idle(trace, end_us=1),
+        lambda: tl.gaps(trace, start_us=1e18),
+        lambda: tl.analyze(trace, end_us=1),
+    ):
         with pytest.raises(ValueError, match="no events in the window") as err:
             call()
         assert str(EVENT_SYNC) in str(err.value)
@@ -439,11 +533,15 @@ def test_an_empty_window_raises_naming_the_file():
 
 def test_bad_arguments_name_field_value_and_what_is_allowed():
     trace = tl.load_trace(EVENT_SYNC)
-    for call, field in [(lambda: tl.busy_idle(trace, start_us=10, end_us=5), "end_us"),
-                        (lambda: tl.load_trace(EVENT_SYNC, start_us=math.nan), "start_us"),
-                        (lambda: tl.gaps(trace, top=0), "top"), (lambda: tl.gaps(trace, min_us=-1), "min_us"),
-                        (lambda: tl.top_ops(trace, n=0), "n"), (lambda: tl.analyze(trace, top=0), "top"),
-                        (lambda: tl.memory_over_time(trace, device_type=-1), "device_type")]:
+    for call, field in [
+        (lambda: tl.busy_idle(trace, start_us=10, end_us=5), "end_us"),
+        (lambda: tl.load_trace(EVENT_SYNC, start_us=math.nan), "start_us"),
+        (lambda: tl.gaps(trace, top=0), "top"),
+        (lambda: tl.gaps(trace, min_us=-1), "min_us"),
+        (lambda: tl.top_ops(trace, n=0), "n"),
+        (lambda: tl.analyze(trace, top=0), "top"),
+        (lambda: tl.memory_over_time(trace, device_type=-1), "device_type"),
+    ]:
         with pytest.raises(ValueError, match=field):
             call()
 
@@ -458,8 +556,9 @@ def test_a_cpu_trace_without_cpu_ops_has_no_busy_basis(tmp_path):
 
 
 # ----------------------------------------------------------------------------------------------- properties
-intervals = st.lists(st.tuples(st.integers(0, 500), st.integers(0, 60), st.sampled_from([7, 13, 20])),
-                     min_size=1, max_size=40)
+intervals = st.lists(
+    st.tuples(st.integers(0, 500), st.integers(0, 60), st.sampled_from([7, 13, 20])), min_size=1, max_size=40
+)
 
 
 @given(intervals, st.booleans())
@@ -491,13 +590,22 @@ def test_the_course_s_real_traces_ship_with_the_package_under_their_licence():
 
 def test_annotations_by_hand_nesting_and_times_from_the_first_event(tmp_path):
     # A holds B on thread 1; C on thread 2 overlaps A without nesting in it (another thread); D follows A.
-    events = [X("cpu_op", "aten::mm", 1000, 5), X("user_annotation", "A", 1010, 100),
-              X("user_annotation", "B", 1020, 50), X("user_annotation", "C", 1050, 100, tid=2),
-              X("user_annotation", "D", 1200, 10), X("user_annotation", "ProfilerStep#1", 1000, 300)]
+    events = [
+        X("cpu_op", "aten::mm", 1000, 5),
+        X("user_annotation", "A", 1010, 100),
+        X("user_annotation", "B", 1020, 50),
+        X("user_annotation", "C", 1050, 100, tid=2),
+        X("user_annotation", "D", 1200, 10),
+        X("user_annotation", "ProfilerStep#1", 1000, 300),
+    ]
     trace = tl.load_trace(write_trace(tmp_path / "t.json", events))
     table = tl.annotations(trace)
-    assert table.to_dict("list") == {"name": ["A", "B", "C", "D"], "start_us": [10.0, 20.0, 50.0, 200.0],
-                                     "duration_us": [100.0, 50.0, 100.0, 10.0], "depth": [0, 1, 0, 0]}
+    assert table.to_dict("list") == {
+        "name": ["A", "B", "C", "D"],
+        "start_us": [10.0, 20.0, 50.0, 200.0],
+        "duration_us": [100.0, 50.0, 100.0, 10.0],
+        "depth": [0, 1, 0, 0],
+    }
 
 
 def test_the_alexnet_trace_s_warm_up_forward_against_its_measured_one():
@@ -513,15 +621,33 @@ def test_allocations_by_phase_by_hand(tmp_path):
     from gpucost_lab.timeline.allocations import allocations_by_phase
 
     def mem(ts, total):
-        return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": ts,
-                "args": {"Total Allocated": total, "Total Reserved": 0, "Bytes": 0, "Device Type": 0}}
+        return {
+            "ph": "i",
+            "cat": "cpu_instant_event",
+            "s": "t",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 1,
+            "ts": ts,
+            "args": {"Total Allocated": total, "Total Reserved": 0, "Bytes": 0, "Device Type": 0},
+        }
 
     # forward [100, 200]: +40 then +60; backward [200, 400]: peak 150 then down to 30; optimizer [400, 450]: none
-    events = [X("user_annotation", "forward", 100, 100), X("user_annotation", "backward", 200, 200),
-              X("user_annotation", "inner", 210, 10), X("user_annotation", "optimizer", 400, 50),
-              mem(120, 40), mem(150, 100), mem(250, 150), mem(300, 30)]
+    events = [
+        X("user_annotation", "forward", 100, 100),
+        X("user_annotation", "backward", 200, 200),
+        X("user_annotation", "inner", 210, 10),
+        X("user_annotation", "optimizer", 400, 50),
+        mem(120, 40),
+        mem(150, 100),
+        mem(250, 150),
+        mem(300, 30),
+    ]
     table = allocations_by_phase(tl.load_trace(write_trace(tmp_path / "t.json", events)))
     assert table["phase"].tolist() == ["forward", "backward", "optimizer"]  # "inner" is nested: not a phase
     assert table[["at_start_bytes", "peak_bytes", "at_end_bytes", "change_bytes"]].values.tolist() == [
-        [0, 100, 100, 100], [100, 150, 30, -70], [30, 30, 30, 0]]
+        [0, 100, 100, 100],
+        [100, 150, 30, -70],
+        [30, 30, 30, 0],
+    ]
     assert table["start_us"].tolist() == [0.0, 100.0, 300.0]  # from the first event, the forward label at 100

@@ -4,6 +4,7 @@ The traces come from the seeded simulator, so every figure and verdict below is 
 expected values are computed here straight from the trace JSON (``ProfilerStep#N`` events, GPU events and their
 launch calls), not through the code under test.
 """
+
 import dataclasses
 import gzip
 import json
@@ -81,7 +82,10 @@ def test_removing_the_stall_is_better_on_step_time_and_idle(traces):
         assert line.ci95_high / line.ci95_low <= result.max_width_factor
         assert line.better_when == "lower" and "lower is better" in line.reason
     # the values, computed from the JSON: across traces, the geometric mean of each trace's mean step time
-    for side, scenario, seeds in (("before_ms", "dataloader_stall", SEEDS_BEFORE), ("after_ms", "healthy", SEEDS_AFTER)):
+    for side, scenario, seeds in (
+        ("before_ms", "dataloader_stall", SEEDS_BEFORE),
+        ("after_ms", "healthy", SEEDS_AFTER),
+    ):
         means = [sum(t) / len(t) for t in (step_times_ms(p) for p in paths(traces, scenario, seeds))]
         assert getattr(step, side) == pytest.approx(geomean(means), rel=1e-6)
         idle_means = []
@@ -96,8 +100,7 @@ def test_removing_the_stall_is_better_on_step_time_and_idle(traces):
     per_step, _ = gpu_per_step_ms(traces["healthy", 4])
     assert busy.after_ms == pytest.approx(per_step[0], rel=1e-6)
     kernels = [ln for ln in result.lines if ln.metric == "kernel"]
-    assert len(kernels) == 5 and all(ln.verdict == "inconclusive" and ln.ratio == pytest.approx(1.0)
-                                     for ln in kernels)
+    assert len(kernels) == 5 and all(ln.verdict == "inconclusive" and ln.ratio == pytest.approx(1.0) for ln in kernels)
     # the single-process loader's phase is gone after; the worker loader's phase is new
     phases = {ln.name: ln for ln in result.lines if ln.metric == "phase"}
     single = next(ln for name, ln in phases.items() if "SingleProcess" in name)
@@ -140,13 +143,16 @@ def test_two_runs_of_the_same_program_are_inconclusive(traces, per_side):
 def test_a_trace_against_itself_has_ratio_one_everywhere(traces):
     trace = load_trace(traces["healthy", 1])  # a Trace works as well as a path
     result = diff(trace, [traces["healthy", 1]])
-    assert all(ln.ratio == pytest.approx(1.0) and ln.verdict == "inconclusive"
-               for ln in result.lines if ln.ratio is not None)
+    assert all(
+        ln.ratio == pytest.approx(1.0) and ln.verdict == "inconclusive" for ln in result.lines if ln.ratio is not None
+    )
 
 
 def test_one_step_is_too_little_data(tmp_path):
-    a, b = (simulate.write_trace(dataclasses.replace(SCENARIOS[s], steps=1), tmp_path / f"{s}.json")
-            for s in ("dataloader_stall", "healthy"))
+    a, b = (
+        simulate.write_trace(dataclasses.replace(SCENARIOS[s], steps=1), tmp_path / f"{s}.json")
+        for s in ("dataloader_stall", "healthy")
+    )
     result = diff(a, b)
     step = result.line("step_time")
     assert step.ratio == pytest.approx(step_times_ms(b)[0] / step_times_ms(a)[0], rel=1e-6)
@@ -178,10 +184,13 @@ def test_result_is_json_ready_and_text_has_a_line_per_figure(traces):
     assert len(result.to_frame()) == len(result.lines)
 
 
-@pytest.mark.parametrize("before, after, field", [
-    ([], "x.json", "before"),
-    ("x.json", [3], "after"),
-])
+@pytest.mark.parametrize(
+    "before, after, field",
+    [
+        ([], "x.json", "before"),
+        ("x.json", [3], "after"),
+    ],
+)
 def test_bad_sides_name_the_field(before, after, field):
     with pytest.raises(ValueError, match=f"^{field} must"):
         diff(before, after)
@@ -221,7 +230,8 @@ def test_cli_diff_json_and_text(capsys, traces):
 def test_cli_json_keys_are_in_the_readme(capsys, traces):
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     documented = set(re.findall(r"`([a-z0-9_]+)`", readme)) | {
-        k for group in re.findall(r"`\{([a-z0-9_, ]+)\}`", readme) for k in group.replace(" ", "").split(",")}
+        k for group in re.findall(r"`\{([a-z0-9_, ]+)\}`", readme) for k in group.replace(" ", "").split(",")
+    }
     code, out, _ = run(capsys, "diff", traces["healthy", 1], "--after", traces["healthy", 4], "--json")
     data = json.loads(out)
     keys = set(data) | set(data["before"]) | {k for ln in data["lines"] for k in ln}
@@ -230,24 +240,37 @@ def test_cli_json_keys_are_in_the_readme(capsys, traces):
 
 
 def no_steps_trace(path):
-    kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10.0, "dur": 5.0,
-              "args": {"stream": 7, "correlation": 1}}
+    kernel = {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "k",
+        "pid": 0,
+        "tid": 7,
+        "ts": 10.0,
+        "dur": 5.0,
+        "args": {"stream": 7, "correlation": 1},
+    }
     path.write_bytes(gzip.compress(json.dumps({"traceEvents": [kernel]}).encode()))
     return path
 
 
-@pytest.mark.parametrize("case, expect", [
-    ("missing", "no such trace file"),
-    ("no steps", "no ProfilerStep#N steps"),
-    ("top", "--top"),
-    ("no after", "--after"),
-])
+@pytest.mark.parametrize(
+    "case, expect",
+    [
+        ("missing", "no such trace file"),
+        ("no steps", "no ProfilerStep#N steps"),
+        ("top", "--top"),
+        ("no after", "--after"),
+    ],
+)
 def test_cli_bad_input_is_one_line_and_exit_2(capsys, tmp_path, traces, case, expect):
     good = traces["healthy", 1]
-    argv = {"missing": ["diff", good, "--after", tmp_path / "absent.json"],
-            "no steps": ["diff", good, "--after", no_steps_trace(tmp_path / "flat.json.gz")],
-            "top": ["diff", good, "--after", good, "--top", "0"],
-            "no after": ["diff", good]}[case]
+    argv = {
+        "missing": ["diff", good, "--after", tmp_path / "absent.json"],
+        "no steps": ["diff", good, "--after", no_steps_trace(tmp_path / "flat.json.gz")],
+        "top": ["diff", good, "--after", good, "--top", "0"],
+        "no after": ["diff", good],
+    }[case]
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     lines = err.strip().splitlines()

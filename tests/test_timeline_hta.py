@@ -7,6 +7,7 @@ have a gap), ``get_gpu_kernel_breakdown()[0]`` (``sum`` per ``kernel_type``) and
 name, for the names it lists rather than folds into "others"; a name is given here by its first 90 characters and
 its length). The synthetic traces' figures are worked out by hand in the comments.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,20 +18,40 @@ from gpucost_lab import timeline as tl
 
 HTA_VERSION = "0.6.1"
 HTA_IDLE = {  # (stream, idle_category): idle_time (us)
-    "sampled_rank0_gpu": {(23, "host_wait"): 596037, (23, "kernel_wait"): 70, (23, "other"): 34,
-                          (84, "host_wait"): 148934, (84, "kernel_wait"): 6, (84, "other"): 0,
-                          (25, "kernel_wait"): 9, (25, "other"): 47865,
-                          (7, "host_wait"): 213825, (7, "kernel_wait"): 1985, (7, "other"): 261740,
-                          (203, "other"): 0},
-    "a100_alexnet_train": {(7, "host_wait"): 12855007, (7, "kernel_wait"): 104, (7, "other"): 0,
-                           (20, "host_wait"): 12011718, (20, "kernel_wait"): 3, (20, "other"): 0},
+    "sampled_rank0_gpu": {
+        (23, "host_wait"): 596037,
+        (23, "kernel_wait"): 70,
+        (23, "other"): 34,
+        (84, "host_wait"): 148934,
+        (84, "kernel_wait"): 6,
+        (84, "other"): 0,
+        (25, "kernel_wait"): 9,
+        (25, "other"): 47865,
+        (7, "host_wait"): 213825,
+        (7, "kernel_wait"): 1985,
+        (7, "other"): 261740,
+        (203, "other"): 0,
+    },
+    "a100_alexnet_train": {
+        (7, "host_wait"): 12855007,
+        (7, "kernel_wait"): 104,
+        (7, "other"): 0,
+        (20, "host_wait"): 12011718,
+        (20, "kernel_wait"): 3,
+        (20, "other"): 0,
+    },
     "a100_cuda_event_sync": {(7, "host_wait"): 212, (7, "other"): 0},
 }
 HTA_KERNEL_TYPES = {  # kernel_type: sum (us)
-    "sampled_rank0_gpu": {"COMMUNICATION": 171780, "COMPUTATION": 83182, "COMPUTATION overlapping COMMUNICATION": 23056,
-                          "COMMUNICATION overlapping MEMORY": 479, "MEMORY": 169,
-                          "COMPUTATION overlapping COMMUNICATION overlapping MEMORY": 12,
-                          "COMPUTATION overlapping MEMORY": 2},
+    "sampled_rank0_gpu": {
+        "COMMUNICATION": 171780,
+        "COMPUTATION": 83182,
+        "COMPUTATION overlapping COMMUNICATION": 23056,
+        "COMMUNICATION overlapping MEMORY": 479,
+        "MEMORY": 169,
+        "COMPUTATION overlapping COMMUNICATION overlapping MEMORY": 12,
+        "COMPUTATION overlapping MEMORY": 2,
+    },
     "a100_alexnet_train": {"MEMORY": 55511, "COMPUTATION": 10630},
     "a100_cuda_event_sync": {"COMPUTATION": 49, "MEMORY": 2},
 }
@@ -51,7 +72,8 @@ HTA_KERNELS_BY_NAME = {  # (first 90 characters of the name, its length, sum (us
         ("Memcpy DtoH (Device -> Pageable)", 32, 8),
         ("Memcpy HtoD (Pageable -> Device)", 32, 29),
         ("Memcpy HtoD (Pinned -> Device)", 30, 366),
-        ("Memset (Device)", 15, 19)],
+        ("Memset (Device)", 15, 19),
+    ],
     "a100_alexnet_train": [
         ("ampere_gcgemm_64x64_nt", 22, 646),
         ("ampere_sgemm_32x32_sliced1x4_tn", 31, 2621),
@@ -64,13 +86,15 @@ HTA_KERNELS_BY_NAME = {  # (first 90 characters of the name, its length, sum (us
         ("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t", 154, 277),
         ("void fft2d_c2r_32x32<float, false, false, 0u, false, false>(float*, float2 const*, int, in", 203, 290),
         ("Memcpy HtoD (Pageable -> Device)", 32, 55503),
-        ("Memset (Device)", 15, 8)],
+        ("Memset (Device)", 15, 8),
+    ],
     "a100_cuda_event_sync": [
         ("at::cuda::(anonymous namespace)::spin_kernel(long)", 50, 36),
         ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::Half, at::native::func_wr", 465, 11),
         ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, at::", 185, 1),
         ("void at::native::vectorized_elementwise_kernel<4, at::native::compare_scalar_kernel<c10::H", 409, 1),
-        ("Memcpy DtoH (Device -> Pageable)", 32, 2)],
+        ("Memcpy DtoH (Device -> Pageable)", 32, 2),
+    ],
 }
 HTA_TEMPORAL_BUSY_US = {"sampled_rank0_gpu": 106252 + 172428}  # compute + non-compute time
 
@@ -132,8 +156,16 @@ def test_kernels_by_name_lists_the_top_n_of_the_full_table(traces):
 
 # ----------------------------------------------------------------------------------------------- synthetic traces
 def launch(correlation, ts):
-    return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ts, "dur": 1,
-            "args": {"correlation": correlation}}
+    return {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": "cudaLaunchKernel",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "dur": 1,
+        "args": {"correlation": correlation},
+    }
 
 
 def gpu(name, stream, ts, dur, correlation=None, cat="kernel"):
@@ -154,21 +186,36 @@ def load(tmp_path, events, name="t.json"):
 # A "Stream Sync" on stream 7 over [40, 100] is not an operation and changes nothing.
 # Stream 9: a copy over [2, 4], then one launched at 50 running [60, 61]: gap 56 -> host wait 56.
 # Stream 7 idle: 50 + 10 + 60 = 120 us; stream 9: 56 us.
-SYNTHETIC = [launch(1, 0), gpu("k1", 7, 10, 10, 1), launch(2, 5), gpu("k2", 7, 25, 15, 2),
-             launch(3, 8), gpu("k3", 7, 100, 10, 3), launch(4, 150), gpu("k4", 7, 160, 10, 4),
-             gpu("k5", 7, 175, 5), gpu("Stream Sync", 7, 40, 60, 99, cat="cuda_sync"),
-             launch(5, 1), gpu("Memcpy HtoD (Pinned -> Device)", 9, 2, 2, 5, cat="gpu_memcpy"),
-             launch(6, 50), gpu("Memcpy HtoD (Pinned -> Device)", 9, 60, 1, 6, cat="gpu_memcpy")]
+SYNTHETIC = [
+    launch(1, 0),
+    gpu("k1", 7, 10, 10, 1),
+    launch(2, 5),
+    gpu("k2", 7, 25, 15, 2),
+    launch(3, 8),
+    gpu("k3", 7, 100, 10, 3),
+    launch(4, 150),
+    gpu("k4", 7, 160, 10, 4),
+    gpu("k5", 7, 175, 5),
+    gpu("Stream Sync", 7, 40, 60, 99, cat="cuda_sync"),
+    launch(5, 1),
+    gpu("Memcpy HtoD (Pinned -> Device)", 9, 2, 2, 5, cat="gpu_memcpy"),
+    launch(6, 50),
+    gpu("Memcpy HtoD (Pinned -> Device)", 9, 60, 1, 6, cat="gpu_memcpy"),
+]
 
 
 def test_idle_breakdown_by_hand(tmp_path):
     table = tl.idle_breakdown(load(tmp_path, SYNTHETIC))
     assert list(table.columns) == ["stream", "idle_category", "idle_us", "share", "count"]
     rows = {(r.stream, r.idle_category): (r.idle_us, r.count, r.share) for r in table.itertuples()}
-    assert rows == {(7, "host_wait"): (50, 1, pytest.approx(50 / 120)),
-                    (7, "kernel_wait"): (10, 2, pytest.approx(10 / 120)),
-                    (7, "other"): (60, 1, pytest.approx(60 / 120)),
-                    (9, "host_wait"): (56, 1, 1.0), (9, "kernel_wait"): (0, 0, 0.0), (9, "other"): (0, 0, 0.0)}
+    assert rows == {
+        (7, "host_wait"): (50, 1, pytest.approx(50 / 120)),
+        (7, "kernel_wait"): (10, 2, pytest.approx(10 / 120)),
+        (7, "other"): (60, 1, pytest.approx(60 / 120)),
+        (9, "host_wait"): (56, 1, 1.0),
+        (9, "kernel_wait"): (0, 0, 0.0),
+        (9, "other"): (0, 0, 0.0),
+    }
 
 
 def test_the_kernel_wait_threshold_moves_gaps_between_categories(tmp_path):
@@ -191,9 +238,16 @@ def test_work_launched_in_the_last_profiler_step_is_left_out(tmp_path):
     # steps [0, 100) and [100, 200); a runs [20, 30]; b launched at 40 runs [60, 70]: host wait 30;
     # c launched at 120, inside the last step, runs [130, 140]: with it, a further host wait of 60
     step = {"ph": "X", "cat": "user_annotation", "pid": 1, "tid": 1, "dur": 100, "args": {}}
-    events = [{**step, "name": "ProfilerStep#1", "ts": 0}, {**step, "name": "ProfilerStep#2", "ts": 100},
-              launch(1, 10), gpu("a", 7, 20, 10, 1), launch(2, 40), gpu("b", 7, 60, 10, 2),
-              launch(3, 120), gpu("c", 7, 130, 10, 3)]
+    events = [
+        {**step, "name": "ProfilerStep#1", "ts": 0},
+        {**step, "name": "ProfilerStep#2", "ts": 100},
+        launch(1, 10),
+        gpu("a", 7, 20, 10, 1),
+        launch(2, 40),
+        gpu("b", 7, 60, 10, 2),
+        launch(3, 120),
+        gpu("c", 7, 130, 10, 3),
+    ]
     trace = load(tmp_path, events)
     host = lambda t: t.set_index(["stream", "idle_category"]).loc[(7, "host_wait"), "idle_us"]  # noqa: E731
     assert host(tl.idle_breakdown(trace)) == 30
@@ -205,16 +259,23 @@ def test_work_launched_in_the_last_profiler_step_is_left_out(tmp_path):
 # gemm [0, 10] on stream 7 and [2, 8] on stream 10 (one computation interval, [0, 10]); an NCCL kernel [5, 20];
 # a copy [18, 25]. Cut at 0, 5, 10, 18, 20, 25: computation alone 5, computation + communication 5,
 # communication alone 8, communication + memory 2, memory alone 5; 25 us in all, the union.
-TYPED = [gpu("gemm_kernel", 7, 0, 10), gpu("gemm_kernel", 10, 2, 6),
-         gpu("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", 8, 5, 15),
-         gpu("Memcpy DtoD (Device -> Device)", 9, 18, 7, cat="gpu_memcpy")]
+TYPED = [
+    gpu("gemm_kernel", 7, 0, 10),
+    gpu("gemm_kernel", 10, 2, 6),
+    gpu("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)", 8, 5, 15),
+    gpu("Memcpy DtoD (Device -> Device)", 9, 18, 7, cat="gpu_memcpy"),
+]
 
 
 def test_kernel_type_breakdown_by_hand(tmp_path):
     table = tl.kernel_breakdown(load(tmp_path, TYPED))
     assert dict(zip(table["kernel_type"], table["total_us"])) == {
-        "computation": 5, "computation overlapping communication": 5, "communication": 8,
-        "communication overlapping memory": 2, "memory": 5}
+        "computation": 5,
+        "computation overlapping communication": 5,
+        "communication": 8,
+        "communication overlapping memory": 2,
+        "memory": 5,
+    }
     assert list(table["total_us"]) == sorted(table["total_us"], reverse=True)
     assert table.set_index("kernel_type").loc["communication", "share"] == pytest.approx(8 / 25)
 
@@ -224,18 +285,26 @@ def test_kernels_by_name_by_hand(tmp_path):
     # gemm 10 + 6 = 16 us in 2 calls, NCCL 15, copy 7: 38 us of summed durations
     assert table.loc["gemm_kernel", ["count", "total_us"]].tolist() == [2, 16]
     assert table.loc["gemm_kernel", "share"] == pytest.approx(16 / 38)
-    assert table["kernel_type"].to_dict() == {"gemm_kernel": "computation",
-                                              "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)": "communication",
-                                              "Memcpy DtoD (Device -> Device)": "memory"}
+    assert table["kernel_type"].to_dict() == {
+        "gemm_kernel": "computation",
+        "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*)": "communication",
+        "Memcpy DtoD (Device -> Device)": "memory",
+    }
 
 
-@pytest.mark.parametrize("name, kind", [
-    ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "communication"),
-    ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "communication"),
-    ("Memcpy HtoD (Pinned -> Device)", "memory"), ("Memset (Device)", "memory"),
-    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int)", "computation"),
-    ("sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x16", "computation"),
-    ("Stream Wait Event", "other"), ("cudaLaunchKernel", "other")])
+@pytest.mark.parametrize(
+    "name, kind",
+    [
+        ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", "communication"),
+        ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "communication"),
+        ("Memcpy HtoD (Pinned -> Device)", "memory"),
+        ("Memset (Device)", "memory"),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int)", "computation"),
+        ("sm80_xmma_gemm_f32f32_tf32f32_f32_tn_n_tilesize128x128x16", "computation"),
+        ("Stream Wait Event", "other"),
+        ("cudaLaunchKernel", "other"),
+    ],
+)
 def test_kernel_type_follows_htas_patterns(name, kind):
     assert tl.kernel_type(name) == kind
 

@@ -1,4 +1,5 @@
 """The timeline picture and its text twin agree with the trace they are drawn from."""
+
 import matplotlib
 import pytest
 

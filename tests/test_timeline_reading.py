@@ -3,6 +3,7 @@
 
 Every expected value is derived by hand from the tiny trace written in the test.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -12,7 +13,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpucost_lab import timeline as tl
 from gpucost_lab.timeline import framing, reader
@@ -22,22 +24,58 @@ BLOCKS = [1, 2, 3, 5, 8, 64, framing.BLOCK]  # bytes read at a time: cuts fall i
 NA = pd.NA
 
 TRICKY = [  # strings that hold brackets, quotes, "},{" and backslashes; nested args; a non-ASCII name
-    {"ph": "X", "cat": "kernel", "name": 'k[0]{"}},{"', "pid": 0, "tid": 7, "ts": 10, "dur": 5,
-     "args": {"stream": 7, "correlation": 1, "grid": [1, {"a": [2]}], "note": '\\"}],{\\\\'}},
-    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 8, "dur": 1,
-     "args": {"correlation": 1}},
+    {
+        "ph": "X",
+        "cat": "kernel",
+        "name": 'k[0]{"}},{"',
+        "pid": 0,
+        "tid": 7,
+        "ts": 10,
+        "dur": 5,
+        "args": {"stream": 7, "correlation": 1, "grid": [1, {"a": [2]}], "note": '\\"}],{\\\\'},
+    },
+    {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": "cudaLaunchKernel",
+        "pid": 1,
+        "tid": 2,
+        "ts": 8,
+        "dur": 1,
+        "args": {"correlation": 1},
+    },
     {"ph": "f", "id": 1, "pid": 0, "tid": 7, "ts": 10, "cat": "ac2g", "name": "ac2g", "bp": "e"},  # left out
-    {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 2, "ts": 9,
-     "args": {"Bytes": 256, "Total Allocated": 1024, "Device Type": 1}},
-    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 2, "ts": 0, "dur": 20,
-     "args": {}},
-    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 16,
-     "dur": 2, "args": {"stream": 7, "correlation": 2, "bytes": 4096}},
+    {
+        "ph": "i",
+        "s": "t",
+        "name": "[memory]",
+        "pid": 1,
+        "tid": 2,
+        "ts": 9,
+        "args": {"Bytes": 256, "Total Allocated": 1024, "Device Type": 1},
+    },
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 2, "ts": 0, "dur": 20, "args": {}},
+    {
+        "ph": "X",
+        "cat": "gpu_memcpy",
+        "name": "Memcpy HtoD (Pageable -> Device)",
+        "pid": 0,
+        "tid": 7,
+        "ts": 16,
+        "dur": 2,
+        "args": {"stream": 7, "correlation": 2, "bytes": 4096},
+    },
     {"ph": "X", "cat": "cpu_op", "name": "aten::\u00fcn\u00efcode\\", "pid": "1", "tid": "2", "ts": 1, "dur": 3},
 ]
 EXPECTED = {  # by start: the step, the op, the launch, the memory instant, the kernel, the copy
-    "name": ["ProfilerStep#3", "aten::\u00fcn\u00efcode\\", "cudaLaunchKernel", "[memory]", 'k[0]{"}},{"',
-             "Memcpy HtoD (Pageable -> Device)"],
+    "name": [
+        "ProfilerStep#3",
+        "aten::\u00fcn\u00efcode\\",
+        "cudaLaunchKernel",
+        "[memory]",
+        'k[0]{"}},{"',
+        "Memcpy HtoD (Pageable -> Device)",
+    ],
     "kind": ["step", "cpu_op", "runtime", "memory", "kernel", "memcpy"],
     "cat": ["user_annotation", "cpu_op", "cuda_runtime", "", "kernel", "gpu_memcpy"],
     "pid": ["1", "1", "1", "1", "0", "0"],
@@ -94,8 +132,14 @@ def test_document_shapes(tmp_path, monkeypatch, block):
     two = {**one, "name": "b", "ts": 5}
     shapes = {  # text -> names read
         # traceEvents after keys holding arrays, one a nested "traceEvents" (not the document's), keys after it
-        json.dumps({"deviceProperties": [{"traceEvents": [two]}], "x": [[1], "[", {"traceEvents": []}],
-                    "traceEvents": [one], "z": [two]}): ["a"],
+        json.dumps(
+            {
+                "deviceProperties": [{"traceEvents": [two]}],
+                "x": [[1], "[", {"traceEvents": []}],
+                "traceEvents": [one],
+                "z": [two],
+            }
+        ): ["a"],
         "\n  " + json.dumps([one, two]) + "\n": ["a", "b"],  # a bare array of events (Chrome's array format)
         '{"traceEvents": [' + json.dumps(one) + '], "traceEvents": [' + json.dumps(two) + "]}": ["a", "b"],
         '{"traceEvents"  :\n[ ' + json.dumps(one) + " ,\n " + json.dumps(two) + " ] }": ["a", "b"],
@@ -106,12 +150,23 @@ def test_document_shapes(tmp_path, monkeypatch, block):
 
 
 UNUSUAL = [  # each sends its segment down the exact path; the rows are the same as the fast path's would be
-    {"ph": "X", "cat": "kernel", "name": "float stream", "pid": 0, "tid": 7, "ts": 30, "dur": 1,
-     "args": {"stream": 7.0}},  # an integer written as a float: 7
+    {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "float stream",
+        "pid": 0,
+        "tid": 7,
+        "ts": 30,
+        "dur": 1,
+        "args": {"stream": 7.0},
+    },  # an integer written as a float: 7
     {"ph": "X", "cat": "cpu_op", "name": "text ts", "pid": 1, "tid": 2, "ts": "31", "dur": 1},  # skipped
     {"ph": "X", "cat": "cpu_op", "name": "null args", "pid": 1, "tid": 2, "ts": 32, "dur": 1, "args": None},
     {"ph": "Q", "name": "unknown phase", "ts": 33, "dur": 1},  # left out, as any phase but X and [memory] i
-    1, None, [], "text",  # not events: left out
+    1,
+    None,
+    [],
+    "text",  # not events: left out
     {"ph": "X", "cat": "cpu_op", "name": 7, "pid": 1.5, "tid": True, "ts": 34, "dur": 1},  # names as text
 ]
 
@@ -123,8 +178,11 @@ def test_unusual_events_are_read_by_the_exact_path_with_the_same_rules(tmp_path,
     ev = trace.events
     assert ev["name"].tolist() == EXPECTED["name"] + ["float stream", "null args", "7"]
     assert as_dict(ev.iloc[:6].reset_index(drop=True)) == EXPECTED
-    assert ev["stream"].tolist()[6:] == [7, NA, NA] and ev["lane"].tolist()[6:] == ["stream 7", "thread 2",
-                                                                                    "thread True"]
+    assert ev["stream"].tolist()[6:] == [7, NA, NA] and ev["lane"].tolist()[6:] == [
+        "stream 7",
+        "thread 2",
+        "thread True",
+    ]
     assert ev["pid"].tolist()[8] == "1.5" and trace.skipped == {"ts not a number": 1}
 
 
@@ -136,13 +194,22 @@ def _codes_to_text(cols: dict, texts: dict) -> dict:
 
 @pytest.mark.parametrize("window", [(-math.inf, math.inf), (9.0, 12.0), (100.0, 200.0)])
 def test_fast_and_exact_paths_give_the_same_columns(window):
-    bad = [{"ph": "X", "name": "neg", "ts": 3, "dur": -1}, {"ph": "X", "name": "nodur", "ts": 3},
-           {"ph": "i", "name": "[memory]", "ts": None}, {"ph": "X", "name": "inf", "ts": 1.7e308, "dur": 1e308}]
+    bad = [
+        {"ph": "X", "name": "neg", "ts": 3, "dur": -1},
+        {"ph": "X", "name": "nodur", "ts": 3},
+        {"ph": "i", "name": "[memory]", "ts": None},
+        {"ph": "X", "name": "inf", "ts": 1.7e308, "dur": 1e308},
+    ]
     segment = json.dumps(TRICKY + bad).encode()
     results = []
     for path in ("fast", "exact"):
-        codes = {"name": reader._Codes(reader._text), "cat": reader._Codes(reader._text), "pid": reader._Codes(),
-                 "tid": reader._Codes(), "lane": reader._Codes()}
+        codes = {
+            "name": reader._Codes(reader._text),
+            "cat": reader._Codes(reader._text),
+            "pid": reader._Codes(),
+            "tid": reader._Codes(),
+            "lane": reader._Codes(),
+        }
         if path == "fast":
             n, cols, skipped, span = reader._fast_columns(segment, *window, reader._Sorts(codes))
         else:
@@ -170,8 +237,10 @@ MALFORMED = {
 
 @pytest.mark.parametrize("block", [1, 5, framing.BLOCK])
 def test_malformed_json_is_one_error_naming_the_file(tmp_path, monkeypatch, block):
-    cases = {**MALFORMED, "invalid UTF-8 in a field not read":
-             b'{"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "note": "\xff"}]}'}
+    cases = {
+        **MALFORMED,
+        "invalid UTF-8 in a field not read": b'{"traceEvents": [{"ph": "X", "ts": 1, "dur": 1, "note": "\xff"}]}',
+    }
     for label, text in cases.items():
         path = write(tmp_path / "bad.json", text)
         with pytest.raises(ValueError, match="not a readable trace: truncated or malformed JSON") as err:
@@ -209,9 +278,11 @@ def test_max_events_counts_across_segments(tmp_path, monkeypatch, block):
 
 
 STRINGS = st.text(alphabet='[]{}",\\ax\u00e9', max_size=6)
-VALUES = st.recursive(st.none() | st.integers(-5, 5) | STRINGS,
-                      lambda inner: st.lists(inner, max_size=3) | st.dictionaries(STRINGS, inner, max_size=3),
-                      max_leaves=12)
+VALUES = st.recursive(
+    st.none() | st.integers(-5, 5) | STRINGS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(STRINGS, inner, max_size=3),
+    max_leaves=12,
+)
 
 
 @given(st.lists(VALUES, max_size=5), st.data())

@@ -1,4 +1,5 @@
 """The text of ``gpucost-lab analyze``: shortened names, durations in readable units, lines that fit a terminal."""
+
 from __future__ import annotations
 
 import gzip
@@ -11,25 +12,36 @@ from gpucost_lab.cli import main
 from gpucost_lab.timeline import EXAMPLE_TRACES, example_trace
 from gpucost_lab.timeline.text import format_duration, short_name
 
-FILL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, "
-        "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<c10::Half>, at::detail::Array<char*, 1>)")
+FILL = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, "
+    "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<c10::Half>, at::detail::Array<char*, 1>)"
+)
 
 
-@pytest.mark.parametrize("name, short", [
-    (FILL, "at::native::vectorized_elementwise_kernel<…>(…)"),
-    ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>(float*, int)",
-     "at::native::(anonymous namespace)::CatArrayBatchedCopy<…>(…)"),
-    ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
-     "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(…)"),
-    ("Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pageable -> Device)"),  # the parenthesis is the point
-    ("aten::add_", "aten::add_"), ("ProfilerStep#3", "ProfilerStep#3"), ("## backward ##", "## backward ##"),
-    ("ampere_sgemm_32x32_sliced1x4_tn", "ampere_sgemm_32x32_sliced1x4_tn"),
-    ("f()", "f()"),  # nothing to elide
-    ("<built-in method item of Tensor object>", "<built-in method item of Tensor object>"),  # a name, not arguments
-    ("torch/nn/modules/module.py(1501): _call_impl", "torch/nn/modules/module.py(1501): _call_impl"),  # line number
-    ("broken<a(b>", "broken<a(b>"),  # unbalanced: left as it is
-    ("k\x1bred\nline", "k\\x1bred\\nline"),  # unprintable characters escaped
-])
+@pytest.mark.parametrize(
+    "name, short",
+    [
+        (FILL, "at::native::vectorized_elementwise_kernel<…>(…)"),
+        (
+            "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1>(float*, int)",
+            "at::native::(anonymous namespace)::CatArrayBatchedCopy<…>(…)",
+        ),
+        (
+            "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)",
+            "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(…)",
+        ),
+        ("Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pageable -> Device)"),  # the parenthesis is the point
+        ("aten::add_", "aten::add_"),
+        ("ProfilerStep#3", "ProfilerStep#3"),
+        ("## backward ##", "## backward ##"),
+        ("ampere_sgemm_32x32_sliced1x4_tn", "ampere_sgemm_32x32_sliced1x4_tn"),
+        ("f()", "f()"),  # nothing to elide
+        ("<built-in method item of Tensor object>", "<built-in method item of Tensor object>"),  # a name, not arguments
+        ("torch/nn/modules/module.py(1501): _call_impl", "torch/nn/modules/module.py(1501): _call_impl"),  # line number
+        ("broken<a(b>", "broken<a(b>"),  # unbalanced: left as it is
+        ("k\x1bred\nline", "k\\x1bred\\nline"),  # unprintable characters escaped
+    ],
+)
 def test_short_name(name, short):
     assert short_name(name) == short
 
@@ -40,9 +52,22 @@ def test_short_name_is_at_most_100_characters():
     assert short_name(long, 20) == "x" * 19 + "…"
 
 
-@pytest.mark.parametrize("us, text", [
-    (0, "0 µs"), (6.05e-9, "<1 µs"), (0.4, "<1 µs"), (1, "1 µs"), (17, "17 µs"), (999.4, "999 µs"),
-    (1234, "1.234 ms"), (600_058, "600.058 ms"), (12_920_244, "12.920 s"), (None, "n/a"), (float("nan"), "n/a")])
+@pytest.mark.parametrize(
+    "us, text",
+    [
+        (0, "0 µs"),
+        (6.05e-9, "<1 µs"),
+        (0.4, "<1 µs"),
+        (1, "1 µs"),
+        (17, "17 µs"),
+        (999.4, "999 µs"),
+        (1234, "1.234 ms"),
+        (600_058, "600.058 ms"),
+        (12_920_244, "12.920 s"),
+        (None, "n/a"),
+        (float("nan"), "n/a"),
+    ],
+)
 def test_format_duration(us, text):
     assert format_duration(us) == text
 
@@ -90,9 +115,11 @@ def test_times_are_from_the_first_event_and_never_below_a_microsecond(capsys, tm
     # the first event at 1 s (absolute); kernels [1 s + 2 us, + 0.004 us] and [1 s + 10 us, + 5 us]:
     # the gap starts 2.004 us after the first event and is 7.996 us wide
     kernel = {"ph": "X", "cat": "kernel", "pid": 0, "tid": 7, "args": {"stream": 7}}
-    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 1_000_000, "dur": 1},
-              {**kernel, "name": "tiny", "ts": 1_000_002, "dur": 0.004}, {**kernel, "name": "b", "ts": 1_000_010,
-                                                                          "dur": 5}]
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::empty", "pid": 1, "tid": 1, "ts": 1_000_000, "dur": 1},
+        {**kernel, "name": "tiny", "ts": 1_000_002, "dur": 0.004},
+        {**kernel, "name": "b", "ts": 1_000_010, "dur": 5},
+    ]
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": events}))
     text = analyze_text(capsys, path)

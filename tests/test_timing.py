@@ -6,6 +6,7 @@ of 256 runs at 256 / 0.01 s = 25,600 samples/s. Without synchronization the cloc
 the 10 launches are queued: 10 x 1 us = 10 us per repeat, i.e. 2,560 / 1e-5 = 2.56e8 samples/s,
 10,000 times too fast.
 """
+
 import dataclasses
 import itertools
 
@@ -29,8 +30,9 @@ def test_synchronized_timing_counts_the_device_work(contract, fake_device):
 
 def test_every_clock_read_follows_a_synchronize(contract, fake_device):
     dev = fake_device(work_s=0.01)
-    measure(dev.launch, contract(warmup_steps=2, measured_steps=10, repeats=3), clock=dev.clock,
-            synchronize=dev.synchronize)
+    measure(
+        dev.launch, contract(warmup_steps=2, measured_steps=10, repeats=3), clock=dev.clock, synchronize=dev.synchronize
+    )
     reads = [i for i, e in enumerate(dev.log) if e == "clock"]
     assert len(reads) == 2 * 3
     assert all(dev.log[i - 1] == "sync" for i in reads)

@@ -20,18 +20,31 @@ for 8 x Linear(2048, 2048), batch 64; one simulated microsecond is one loop mill
 
 CPU durations in the simulator and every call here are jittered by +-5%, hence the tolerances.
 """
+
 import math
 
 import pandas as pd
 import pytest
 
 from gpucost_lab.phases import PhaseTimer
-from gpucost_lab.training_sim import (LOOP_LEVERS, LOOP_SCENARIOS, PHASES, TIME_SCALE, SimulatedTrainingLoop,
-                                      run_instrumented)
+from gpucost_lab.training_sim import (
+    LOOP_LEVERS,
+    LOOP_SCENARIOS,
+    PHASES,
+    TIME_SCALE,
+    SimulatedTrainingLoop,
+    run_instrumented,
+)
 
-HAND_S = {"forward_backward": 2.1028, "eval_batch": 0.3552, "checkpoint": 185.0,
-          "async_checkpoint": 402_849_792 / 25e9 * TIME_SCALE,  # 16.114 s
-          "data_workers": 0.120, "data_no_workers": 5.240, "logging": 0.023}
+HAND_S = {
+    "forward_backward": 2.1028,
+    "eval_batch": 0.3552,
+    "checkpoint": 185.0,
+    "async_checkpoint": 402_849_792 / 25e9 * TIME_SCALE,  # 16.114 s
+    "data_workers": 0.120,
+    "data_no_workers": 5.240,
+    "logging": 0.023,
+}
 
 
 def instrumented(scenario="eval_checkpoint_heavy", **kw):
@@ -209,8 +222,13 @@ def test_levers_stack_and_are_named():
         loop.with_lever("faster_gpu")
     with pytest.raises(ValueError, match="lever"):
         SimulatedTrainingLoop(levers=("eval_less_often", "eval_less_often"))
-    assert set(LOOP_LEVERS) >= {"eval_less_often", "smaller_eval_set", "async_checkpoint", "checkpoint_less_often",
-                                "more_loader_workers"}
+    assert set(LOOP_LEVERS) >= {
+        "eval_less_often",
+        "smaller_eval_set",
+        "async_checkpoint",
+        "checkpoint_less_often",
+        "more_loader_workers",
+    }
     assert all(phase in PHASES for phase, _ in LOOP_LEVERS.values())
 
 
@@ -227,8 +245,9 @@ def test_the_gpu_is_busy_only_inside_forward_backward_and_eval():
     # by hand: kernels 1716 us of a 2126 us synchronized step (81%); eval is nearly all kernels
     fb = busy[busy["phase"] == "forward_backward"]
     fb_calls = working[working["phase"] == "forward_backward"]
-    assert ((fb["end_s"] - fb["start_s"]).sum() / (fb_calls["end_s"] - fb_calls["start_s"]).sum()
-            == pytest.approx(1716 / 2126, rel=0.02))
+    assert (fb["end_s"] - fb["start_s"]).sum() / (fb_calls["end_s"] - fb_calls["start_s"]).sum() == pytest.approx(
+        1716 / 2126, rel=0.02
+    )
 
 
 def brute_force_utilization(loop, bin_s):
@@ -238,7 +257,10 @@ def brute_force_utilization(loop, bin_s):
     calls = list(loop.history.itertuples(index=False))
     while start < total:
         end = min(start + bin_s, total)
-        overlap = lambda s, e: max(0.0, min(e, end) - max(s, start))  # noqa: E731
+
+        def overlap(s, e, start=start, end=end):
+            return max(0.0, min(e, end) - max(s, start))
+
         used = sum(overlap(b.start_s, b.end_s) for b in busy)
         by_phase = {p: sum(overlap(c.start_s, c.end_s) for c in calls if c.phase == p) for p in PHASES}
         rows.append((start, end, used / (end - start), max(by_phase, key=by_phase.get)))
@@ -277,15 +299,18 @@ def test_utilization_shows_the_checkpoint_as_idle_gpu_and_eval_as_busy_gpu():
 
 
 # -- input checks --------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("kwargs, field", [
-    ({"scenario": "slow"}, "scenario"),
-    ({"steps": 0}, "steps"),
-    ({"steps": 2.5}, "steps"),
-    ({"steps": 10**7}, "steps"),
-    ({"seed": -1}, "seed"),
-    ({"price_per_hour_usd": 0}, "price_per_hour_usd"),
-    ({"levers": ("turbo",)}, "lever"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"scenario": "slow"}, "scenario"),
+        ({"steps": 0}, "steps"),
+        ({"steps": 2.5}, "steps"),
+        ({"steps": 10**7}, "steps"),
+        ({"seed": -1}, "seed"),
+        ({"price_per_hour_usd": 0}, "price_per_hour_usd"),
+        ({"levers": ("turbo",)}, "lever"),
+    ],
+)
 def test_bad_arguments_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         SimulatedTrainingLoop(**kwargs)

@@ -3,6 +3,7 @@
 The busy processes are found through /proc by the marker and the script's pid that each carries in its argv, so other
 runs of the script on the same machine (the suite itself may run under it) are not counted.
 """
+
 import os
 import signal
 import subprocess
@@ -61,8 +62,10 @@ def test_n_busy_processes_run_beside_the_command_and_none_is_left(n):
     assert busy_loops_of(script_pid) == []
 
 
-@pytest.mark.parametrize("command, status", [(["true"], 0), (["false"], 1), (["sh", "-c", "exit 3"], 3),
-                                             (["sh", "-c", "kill -TERM $$"], 128 + 15)])
+@pytest.mark.parametrize(
+    "command, status",
+    [(["true"], 0), (["false"], 1), (["sh", "-c", "exit 3"], 3), (["sh", "-c", "kill -TERM $$"], 128 + 15)],
+)
 def test_the_exit_status_is_the_commands(command, status):
     assert under_load(*command).returncode == status
 

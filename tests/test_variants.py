@@ -1,6 +1,7 @@
 """Per-learner variants of the labs (gpucost_lab.variants): the self-study numbers are the ones the lab text states,
 an id always gives the same numbers, and every learner's job has one clear answer per question that differs from
 the self-study answer by more than the checks' tolerance (so numbers copied from a run of solutions/ score 0)."""
+
 import dataclasses
 import math
 import tempfile
@@ -14,8 +15,15 @@ from gpucost_lab.model_memory import measure_model_memory
 from gpucost_lab.simulate import SCENARIOS, write_trace
 from gpucost_lab.timeline import busy_idle, load_trace
 from gpucost_lab.training_sim import LOOP_LEVERS, LOOP_SCENARIOS, SimulatedTrainingLoop
-from gpucost_lab.variants import (LEARNER_ENV, PLAN_MODEL_MEMORY, SELF_STUDY_LOOP, SELF_STUDY_PLAN, current_learner,
-                                  lab_variant, plan_ledger)
+from gpucost_lab.variants import (
+    LEARNER_ENV,
+    PLAN_MODEL_MEMORY,
+    SELF_STUDY_LOOP,
+    SELF_STUDY_PLAN,
+    current_learner,
+    lab_variant,
+    plan_ledger,
+)
 from gpucost_lab.workloads import ClassificationTask
 
 IDS = [f"learner{i:02d}" for i in range(40)] + ["alice", "bob", "émile", "a.b@c-d"]
@@ -46,8 +54,13 @@ def test_the_self_study_numbers_are_the_ones_the_lab_text_states():
     # 2e9 samples in 8 hours
     p = SELF_STUDY_PLAN
     assert p.stall_config == SCENARIOS["dataloader_stall"]
-    assert (p.train_seed, p.reserve_fraction, p.price_per_hour_usd, p.nightly_samples, p.window_hours) == \
-        (0, 0.10, 2.10, 2_000_000_000, 8.0)
+    assert (p.train_seed, p.reserve_fraction, p.price_per_hour_usd, p.nightly_samples, p.window_hours) == (
+        0,
+        0.10,
+        2.10,
+        2_000_000_000,
+        8.0,
+    )
     assert (p.device_kb, p.device_gb) == (100, 1e-4)  # "the team's 24 GB divided by 240,000"
     assert 24 / 240_000 == p.device_gb
     assert lab_variant("profile_training_loop", None) is SELF_STUDY_LOOP
@@ -86,8 +99,14 @@ def test_an_unknown_lab_is_refused():
 
 
 def test_a_loop_with_a_schedule_of_its_own_runs_that_schedule():
-    schedule = dataclasses.replace(LOOP_SCENARIOS["eval_checkpoint_heavy"], name="mine", steps=400, eval_every=40,
-                                   eval_batches=10, checkpoint_every=200)
+    schedule = dataclasses.replace(
+        LOOP_SCENARIOS["eval_checkpoint_heavy"],
+        name="mine",
+        steps=400,
+        eval_every=40,
+        eval_batches=10,
+        checkpoint_every=200,
+    )
     loop = SimulatedTrainingLoop(schedule)
     _totals(loop)
     calls = loop.history["phase"].value_counts().to_dict()
@@ -158,15 +177,22 @@ def _by_hand(device_kb: int, reserve: float) -> tuple[int, int, float, int]:
     free = device_kb * 1000 * (1 - reserve) - STATIC_BYTES
     largest = math.floor(free / ACTIVATION_BYTES_PER_SAMPLE)
     k = math.ceil(GLOBAL_BATCH / largest)
-    return largest, k, 1 + (k - 1) * ACCUMULATION_OVERHEAD, STATIC_BYTES + ACTIVATION_BYTES_PER_SAMPLE * math.ceil(
-        GLOBAL_BATCH / k)
+    return (
+        largest,
+        k,
+        1 + (k - 1) * ACCUMULATION_OVERHEAD,
+        STATIC_BYTES + ACTIVATION_BYTES_PER_SAMPLE * math.ceil(GLOBAL_BATCH / k),
+    )
 
 
 def test_the_plan_lab_s_model_memory_is_what_the_lab_measures():
     task = ClassificationTask()
     assert sum(p.numel() for p in task.model().parameters()) == 5_256
-    measured = measure_model_memory(task.model(), (task.data()[0][:64].clone(),),
-                                    optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9))
+    measured = measure_model_memory(
+        task.model(),
+        (task.data()[0][:64].clone(),),
+        optimizer_factory=lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9),
+    )
     assert (measured.static_bytes, measured.activation_bytes_per_sample) == (STATIC_BYTES, ACTIVATION_BYTES_PER_SAMPLE)
     assert {k: getattr(measured, k) for k in PLAN_MODEL_MEMORY} == PLAN_MODEL_MEMORY
 
@@ -205,10 +231,14 @@ def test_the_plan_s_cheapest_fix_without_a_parity_check_is_the_accumulation_by_h
     assert ledger.max_microbatch() == largest
     # one block: recomputation frees nothing, so it never fits a larger microbatch
     assert ledger.max_microbatch(recompute="full") == ledger.max_microbatch(recompute="selective") == largest
-    plan = plan_fixes(ledger, 64, samples_per_s=400_000, window_hours=job.window_hours,
-                      samples_per_night=job.nightly_samples)
+    plan = plan_fixes(
+        ledger, 64, samples_per_s=400_000, window_hours=job.window_hours, samples_per_night=job.nightly_samples
+    )
     fix = next(f for f in plan.fixes if not f.needs_parity_check)
-    assert (fix.name, fix.recomputation, fix.accumulation_steps) == \
-        (f"accumulation x{k} (microbatch {math.ceil(64 / k)})", "none", k)
+    assert (fix.name, fix.recomputation, fix.accumulation_steps) == (
+        f"accumulation x{k} (microbatch {math.ceil(64 / k)})",
+        "none",
+        k,
+    )
     assert fix.step_time_factor == pytest.approx(factor, rel=1e-12) and fix.peak_gb * 1e9 == pytest.approx(peak)
     assert all(f.redundant for f in plan.fixes if f.recomputation != "none")  # the plan table shows it

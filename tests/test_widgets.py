@@ -21,6 +21,7 @@ Budget = 24 x 0.9 = 21.6 GB; largest microbatch = floor((21.6 - 3.2) / 0.34) = f
 Predictor (chapter 03): (1 + 0.25) / (1 + 0.20) = 1.0417 -> more expensive; (1 + 0.20) / (1 + 0.25) = 0.96 ->
   cheaper. Baseline 8 h at $2.10/h = $16.80; candidate 8 x 1.25 / 1.2 = 8.333 h = $17.50, misses an 8 h window.
 """
+
 import re
 from html.parser import HTMLParser
 
@@ -83,6 +84,7 @@ def oom_block(s):
 
 # ---- memory ledger ----------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def ledger():
     return memory_ledger_widget()  # the course ledger, microbatch 32
@@ -94,8 +96,11 @@ def test_ledger_is_a_vbox_with_its_parts_exposed(ledger):
     assert (ledger.slider.description, ledger.slider.min, ledger.slider.max) == ("microbatch", 1, 128)
     assert set(ledger.inputs) == {"static_gb", "activation_gb_per_sample", "device_gb", "reserve_percent"}
     assert isinstance(ledger.checkpointing, (ipywidgets.Checkbox, ipywidgets.ToggleButton))
-    for part, css in ((ledger.verdict, "gpucost-ledger-verdict"), (ledger.table, "gpucost-ledger-table"),
-                      (ledger.bar, "gpucost-ledger-bar")):
+    for part, css in (
+        (ledger.verdict, "gpucost-ledger-verdict"),
+        (ledger.table, "gpucost-ledger-table"),
+        (ledger.bar, "gpucost-ledger-bar"),
+    ):
         assert isinstance(part, ipywidgets.HTML)
         assert css in part._dom_classes
 
@@ -114,8 +119,9 @@ def test_course_ledger_at_32(ledger):
     table = rows(ledger.table.value)
     assert [r["block"] for r in table] == [f"block {k}" for k in range(1, 11)]
     assert [float(r["activations (GB)"]) for r in table] == pytest.approx([1.088 * k for k in range(1, 11)], abs=1e-3)
-    assert [float(r["resident (GB)"]) for r in table] == pytest.approx([3.2 + 1.088 * k for k in range(1, 11)],
-                                                                       abs=1e-3)
+    assert [float(r["resident (GB)"]) for r in table] == pytest.approx(
+        [3.2 + 1.088 * k for k in range(1, 11)], abs=1e-3
+    )
     assert {r["state"] for r in table} == {"fits"}
     assert ledger.result.peak_gb == pytest.approx(14.08)
 
@@ -172,8 +178,9 @@ def test_checkpointing_at_60_fits(ledger):
     table = rows(ledger.table.value)
     assert table[-1]["block"] == "recompute block 10"
     assert float(table[-1]["resident (GB)"]) == pytest.approx(7.076, abs=1e-3)
-    assert [float(r["activations (GB)"]) for r in table[:-1]] == pytest.approx([0.204 * k for k in range(1, 11)],
-                                                                               abs=1e-3)
+    assert [float(r["activations (GB)"]) for r in table[:-1]] == pytest.approx(
+        [0.204 * k for k in range(1, 11)], abs=1e-3
+    )
     assert ledger.result.checkpointing is True
 
 
@@ -195,10 +202,15 @@ def test_checkpointing_oom_in_the_recompute_is_named():
     assert gb_after("block 10 in backward:", v) == pytest.approx(19.752)
 
 
-@pytest.mark.parametrize("field,value,label", [
-    ("device_gb", 0.0, "device (GB)"), ("reserve_percent", 100.0, "reserve (%)"),
-    ("activation_gb_per_sample", -1.0, "activations per sample"), ("static_gb", -0.5, "static (GB)"),
-])
+@pytest.mark.parametrize(
+    "field,value,label",
+    [
+        ("device_gb", 0.0, "device (GB)"),
+        ("reserve_percent", 100.0, "reserve (%)"),
+        ("activation_gb_per_sample", -1.0, "activations per sample"),
+        ("static_gb", -0.5, "static (GB)"),
+    ],
+)
 def test_bad_input_shows_a_message_not_an_exception(ledger, field, value, label):
     ledger.inputs[field].value = value  # must not raise
     v = text(ledger.verdict.value)
@@ -234,14 +246,16 @@ def test_two_widgets_keep_separate_state():
     assert oom_block(text(a.verdict.value)) == 10 and oom_block(text(b.verdict.value)) is None
 
 
-@pytest.mark.parametrize("kwargs", [dict(device_gb=0), dict(reserve_fraction=1.0), dict(blocks=0),
-                                    dict(microbatch=0), dict(microbatch=129)])
+@pytest.mark.parametrize(
+    "kwargs", [dict(device_gb=0), dict(reserve_fraction=1.0), dict(blocks=0), dict(microbatch=0), dict(microbatch=129)]
+)
 def test_bad_construction_arguments_raise(kwargs):
     with pytest.raises(ValueError):
         memory_ledger_widget(**kwargs)
 
 
 # ---- precision, recomputation and accumulation -----------------------------------------------------
+
 
 def test_ledger_has_precision_recomputation_and_accumulation_controls(ledger):
     assert isinstance(ledger.precision, ipywidgets.RadioButtons)
@@ -252,8 +266,11 @@ def test_ledger_has_precision_recomputation_and_accumulation_controls(ledger):
     assert choices["full (activation checkpointing)"] == "full"  # the checkbox became this choice
     assert isinstance(ledger.accumulation, ipywidgets.IntSlider)
     assert (ledger.accumulation.min, ledger.accumulation.max) == (1, 16)
-    for part, css in ((ledger.precision, "gpucost-ledger-precision"), (ledger.recompute, "gpucost-ledger-recompute"),
-                      (ledger.accumulation, "gpucost-ledger-accumulation")):
+    for part, css in (
+        (ledger.precision, "gpucost-ledger-precision"),
+        (ledger.recompute, "gpucost-ledger-recompute"),
+        (ledger.accumulation, "gpucost-ledger-accumulation"),
+    ):
         assert css in part._dom_classes
         assert any(part in getattr(child, "children", ()) for child in ledger.children)  # displayed
     assert ledger.checkpointing not in [w for c in ledger.children for w in (c, *getattr(c, "children", ()))]
@@ -402,8 +419,16 @@ def test_every_state_has_its_table_beside_the_bar(ledger, precision, recompute, 
         assert r.microbatch == max(128, r.max_microbatch + 1) and not r.fits
 
 
-@pytest.mark.parametrize("kwargs", [dict(precision="int8"), dict(recompute="some"), dict(accumulation_steps=0),
-                                    dict(accumulation_steps=17), dict(recompute="full", microbatch=286)])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(precision="int8"),
+        dict(recompute="some"),
+        dict(accumulation_steps=0),
+        dict(accumulation_steps=17),
+        dict(recompute="full", microbatch=286),
+    ],
+)
 def test_bad_settings_at_construction_raise(kwargs):
     with pytest.raises(ValueError):
         memory_ledger_widget(**kwargs)
@@ -412,11 +437,16 @@ def test_bad_settings_at_construction_raise(kwargs):
 def test_construction_settings():
     w = memory_ledger_widget(microbatch=30, precision="bf16-mixed", recompute="full", accumulation_steps=2)
     assert (w.precision.value, w.recompute.value, w.accumulation.value, w.checkpointing.value) == (
-        "bf16-mixed", "full", 2, True)
+        "bf16-mixed",
+        "full",
+        2,
+        True,
+    )
     assert w.result.global_batch == 60 and w.result.step_time_factor == pytest.approx(1.15 * 4 / 3)
 
 
 # ---- cost predictor ---------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def predictor():
@@ -430,8 +460,11 @@ def test_predictor_is_a_vbox_with_its_parts_exposed(predictor):
         assert (s.min, s.max, s.step) == (-0.5, 1.0, 0.01)
         assert "%" in s.readout_format
     assert set(predictor.inputs) == {"price_per_hour_usd", "baseline_hours", "window_hours"}
-    for part, css in ((predictor.verdict, "gpucost-predictor-verdict"), (predictor.table, "gpucost-predictor-table"),
-                      (predictor.chart, "gpucost-predictor-chart")):
+    for part, css in (
+        (predictor.verdict, "gpucost-predictor-verdict"),
+        (predictor.table, "gpucost-predictor-table"),
+        (predictor.chart, "gpucost-predictor-chart"),
+    ):
         assert css in part._dom_classes
 
 
@@ -478,8 +511,7 @@ def test_chart_marks_the_point_and_describes_it(predictor):
 def test_chart_point_sits_where_the_sliders_say(predictor):
     # the point's position, read back through the axes: the equal-cost line's two ends map gain = steps
     chart = predictor.chart.value
-    line = re.search(r'<line x1="([\d.]+)" y1="([\d.]+)" x2="([\d.]+)" y2="([\d.]+)" stroke="#000" stroke-width',
-                     chart)
+    line = re.search(r'<line x1="([\d.]+)" y1="([\d.]+)" x2="([\d.]+)" y2="([\d.]+)" stroke="#000" stroke-width', chart)
     x1, y1, x2, y2 = map(float, line.groups())  # (-0.5, -0.5) to (1.0, 1.0)
     cx, cy = map(float, re.search(r'<circle cx="([\d.]+)" cy="([\d.]+)"', chart).groups())
     gain = -0.5 + 1.5 * (cx - x1) / (x2 - x1)
@@ -487,10 +519,14 @@ def test_chart_point_sits_where_the_sliders_say(predictor):
     assert gain == pytest.approx(0.20, abs=0.01) and steps == pytest.approx(0.25, abs=0.01)
 
 
-@pytest.mark.parametrize("field,value,label", [
-    ("price_per_hour_usd", 0.0, "price per hour"), ("baseline_hours", -1.0, "baseline run"),
-    ("window_hours", 0.0, "nightly window"),
-])
+@pytest.mark.parametrize(
+    "field,value,label",
+    [
+        ("price_per_hour_usd", 0.0, "price per hour"),
+        ("baseline_hours", -1.0, "baseline run"),
+        ("window_hours", 0.0, "nightly window"),
+    ],
+)
 def test_predictor_bad_input_shows_a_message(predictor, field, value, label):
     predictor.inputs[field].value = value
     v = text(predictor.verdict.value)
@@ -501,8 +537,9 @@ def test_predictor_bad_input_shows_a_message(predictor, field, value, label):
     assert predictor.prediction is not None
 
 
-@pytest.mark.parametrize("kwargs", [dict(throughput_gain=1.5), dict(steps_change=-0.9), dict(price_per_hour_usd=0),
-                                    dict(window_hours=-1)])
+@pytest.mark.parametrize(
+    "kwargs", [dict(throughput_gain=1.5), dict(steps_change=-0.9), dict(price_per_hour_usd=0), dict(window_hours=-1)]
+)
 def test_predictor_bad_construction_arguments_raise(kwargs):
     with pytest.raises(ValueError):
         cost_predictor_widget(**kwargs)

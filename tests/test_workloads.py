@@ -1,4 +1,5 @@
 """The small training task: seeded, held-out metric, a real steps-to-target."""
+
 import pytest
 import torch
 
@@ -51,8 +52,15 @@ def test_training_step_uses_a_batch_of_the_asked_size():
     assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters()))
 
 
-@pytest.mark.parametrize("kwargs,field", [({"batch_size": 0}, "batch_size"), ({"lr": 0}, "lr"),
-                                          ({"target_accuracy": 1.5}, "target_accuracy"), ({"max_steps": 0}, "max_steps")])
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"lr": 0}, "lr"),
+        ({"target_accuracy": 1.5}, "target_accuracy"),
+        ({"max_steps": 0}, "max_steps"),
+    ],
+)
 def test_bad_arguments_name_the_field(kwargs, field):
     with pytest.raises(ValueError, match=field):
         train_to_target(ClassificationTask(train_samples=10, val_samples=10), **kwargs)
@@ -76,8 +84,9 @@ def test_train_with_phases_runs_each_phase_as_often_as_scheduled(tmp_path):
 
     timer = RecordingTimer()
     ckpt = tmp_path / "ckpt.pt"
-    acc = train_with_phases(ClassificationTask(), timer, steps=60, eval_every=20, checkpoint_every=30,
-                            checkpoint_path=ckpt)
+    acc = train_with_phases(
+        ClassificationTask(), timer, steps=60, eval_every=20, checkpoint_every=30, checkpoint_path=ckpt
+    )
     counts = {p: timer.entered.count(p) for p in set(timer.entered)}
     # 60 steps: data, forward_backward and logging each step; eval at 20, 40, 60; checkpoint at 30, 60
     assert counts == {"data": 60, "forward_backward": 60, "logging": 60, "eval": 3, "checkpoint": 2}
@@ -103,6 +112,7 @@ def test_training_step_batch_owns_its_storage():
 
 # ---- seeds, fine evaluation near the target, fixed step budgets -------------------------------------------------
 
+
 def per_step_accuracy(task, seed, steps, batch=64, lr=0.01, hidden=128):
     """Reference trajectory: a plain loop that evaluates the held-out set after every step.
 
@@ -113,15 +123,16 @@ def per_step_accuracy(task, seed, steps, batch=64, lr=0.01, hidden=128):
     """
     x, y, x_val, y_val = task.data()
     torch.manual_seed(seed)
-    model = torch.nn.Sequential(torch.nn.Linear(task.features, hidden), torch.nn.ReLU(),
-                                torch.nn.Linear(hidden, task.classes))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(task.features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, task.classes)
+    )
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     g = torch.Generator().manual_seed(seed + 1)
     order, cursor, accuracies = torch.randperm(len(x), generator=g), 0, []
     for _ in range(steps):
         if cursor + batch > len(x):
             order, cursor = torch.randperm(len(x), generator=g), 0
-        idx = order[cursor:cursor + batch]
+        idx = order[cursor : cursor + batch]
         cursor += batch
         loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
         optimizer.zero_grad()
@@ -236,11 +247,17 @@ def test_a_budget_that_ends_before_the_target_misses_it(reference, optimizer_ste
     assert train_to_target(task, seed=0, budget_steps=exact).steps_to_target == exact
 
 
-@pytest.mark.parametrize("kwargs,message", [
-    ({"seed": -1}, "seed must be an integer >= 0"), ({"seed": 1.5}, "seed must be an integer"),
-    ({"fine_within": 1.5}, r"fine_within must be in \[0, 1\]"), ({"fine_within": -0.1}, "fine_within"),
-    ({"budget_steps": 0}, "budget_steps must be an integer >= 1"),
-    ({"budget_steps": 20, "max_steps": 10}, r"budget_steps must be an integer <= max_steps \(10\), got 20")])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"seed": -1}, "seed must be an integer >= 0"),
+        ({"seed": 1.5}, "seed must be an integer"),
+        ({"fine_within": 1.5}, r"fine_within must be in \[0, 1\]"),
+        ({"fine_within": -0.1}, "fine_within"),
+        ({"budget_steps": 0}, "budget_steps must be an integer >= 1"),
+        ({"budget_steps": 20, "max_steps": 10}, r"budget_steps must be an integer <= max_steps \(10\), got 20"),
+    ],
+)
 def test_bad_seed_and_budget_arguments_name_the_field(kwargs, message):
     with pytest.raises(ValueError, match=message):
         train_to_target(ClassificationTask(train_samples=10, val_samples=10), **kwargs)

@@ -15,6 +15,7 @@
 ``127.0.0.1`` (Ctrl-C stops the hub, the proxy and every learner's server). The servers run as local processes of
 the user who starts the hub, one home folder each: a demo and test set-up, not isolation between learners (README).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,10 +42,17 @@ USER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 MARKER_ENV = "GPUCOST_HUB_MARKER"
 
 # What a learner's JupyterLab leaves out: the instructor's tools (nbgrader's multi-user set-up).
-LEARNER_SERVER_CONFIG = {"ServerApp": {"jpserver_extensions": {
-    "nbgrader.server_extensions.formgrader": False, "nbgrader.server_extensions.course_list": False}}}
-LEARNER_PAGE_CONFIG = {"disabledExtensions": {
-    "@jupyter/nbgrader:create-assignment": True, "@jupyter/nbgrader:course-list": True}}
+LEARNER_SERVER_CONFIG = {
+    "ServerApp": {
+        "jpserver_extensions": {
+            "nbgrader.server_extensions.formgrader": False,
+            "nbgrader.server_extensions.course_list": False,
+        }
+    }
+}
+LEARNER_PAGE_CONFIG = {
+    "disabledExtensions": {"@jupyter/nbgrader:create-assignment": True, "@jupyter/nbgrader:course-list": True}
+}
 # JupyterLab without the news prompt over the page, for everyone on the hub.
 LAB_NOTIFICATIONS = {"fetchNews": "false", "checkForUpdates": False}
 
@@ -59,8 +67,10 @@ def proxy_problem() -> str | None:
     if chp_path().exists():
         return None
     if shutil.which("npm") is None:
-        return ("npm is missing, so configurable-http-proxy (the hub's proxy, an npm package) cannot be installed: "
-                "install Node.js and npm (Debian: apt-get install -y nodejs npm), then run `make hub-proxy`")
+        return (
+            "npm is missing, so configurable-http-proxy (the hub's proxy, an npm package) cannot be installed: "
+            "install Node.js and npm (Debian: apt-get install -y nodejs npm), then run `make hub-proxy`"
+        )
     return f"configurable-http-proxy is not installed at {chp_path()}: run `make hub-proxy`"
 
 
@@ -111,13 +121,22 @@ class HubClass:
 
 def check_user(field: str, name: str) -> str:
     if not isinstance(name, str) or not USER_NAME.match(name):
-        raise ValueError(f"{field} must be a user name of 1-32 lower-case letters, digits, '-' or '_', starting "
-                         f"with a letter, got {name!r}")
+        raise ValueError(
+            f"{field} must be a user name of 1-32 lower-case letters, digits, '-' or '_', starting "
+            f"with a letter, got {name!r}"
+        )
     return name
 
 
-def prepare(state: str | os.PathLike, learners: list[str], *, port: int | None = None,
-            password: str = DEMO_PASSWORD, api_token: str | None = None, instructor: str = INSTRUCTOR) -> HubClass:
+def prepare(
+    state: str | os.PathLike,
+    learners: list[str],
+    *,
+    port: int | None = None,
+    password: str = DEMO_PASSWORD,
+    api_token: str | None = None,
+    instructor: str = INSTRUCTOR,
+) -> HubClass:
     """Lay out (or refresh) a class's state folder; learners' work and the gradebook are kept if already there."""
     check_user("instructor", instructor)
     for name in learners:
@@ -127,16 +146,24 @@ def prepare(state: str | os.PathLike, learners: list[str], *, port: int | None =
     if len(password) < 8:
         raise ValueError(f"password must have 8 characters or more, got {len(password)}")
     state = Path(state).resolve()
-    klass = HubClass(state=state, learners=list(learners), port=port or free_port(), hub_port=free_port(),
-                     proxy_api_port=free_port(), marker=_secrets.token_hex(8), instructor=instructor)
+    klass = HubClass(
+        state=state,
+        learners=list(learners),
+        port=port or free_port(),
+        hub_port=free_port(),
+        proxy_api_port=free_port(),
+        marker=_secrets.token_hex(8),
+        instructor=instructor,
+    )
     state.mkdir(parents=True, exist_ok=True)
     klass.exchange.mkdir(exist_ok=True)
     klass.exchange.chmod(0o1777)  # everyone writes into it, as nbgrader's exchange requires; sticky like /tmp
     course = klass.course
     course.mkdir(parents=True, exist_ok=True)
     if not (course / "solutions").exists():
-        shutil.copytree(ROOT / "solutions", course / "solutions",
-                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        shutil.copytree(
+            ROOT / "solutions", course / "solutions", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+        )
     (course / "nbgrader_config.py").write_text(course_config(klass), encoding="utf-8")
     for user in klass.users:
         prepare_home(klass, user)
@@ -149,13 +176,15 @@ def prepare(state: str | os.PathLike, learners: list[str], *, port: int | None =
 
 def course_config(klass: HubClass) -> str:
     """The repository's nbgrader configuration, read as it is (its root is the folder it lies in), and the hub's."""
-    return ((ROOT / "nbgrader_config.py").read_text(encoding="utf-8")
-            + "\n# ---- this hub's class (deploy/hub/hubctl.py writes these lines)\n"
-            + f"c.Exchange.root = {str(klass.exchange)!r}\n"
-            + "# Every server of this hub runs as one system user, so a submission's owner names nobody; nbgrader's\n"
-            + "# exchange records who submitted it (JUPYTERHUB_USER). On a hub with one system user per learner\n"
-            + "# (The Littlest JupyterHub), leave this check on.\n"
-            + "c.ExchangeCollect.check_owner = False\n")
+    return (
+        (ROOT / "nbgrader_config.py").read_text(encoding="utf-8")
+        + "\n# ---- this hub's class (deploy/hub/hubctl.py writes these lines)\n"
+        + f"c.Exchange.root = {str(klass.exchange)!r}\n"
+        + "# Every server of this hub runs as one system user, so a submission's owner names nobody; nbgrader's\n"
+        + "# exchange records who submitted it (JUPYTERHUB_USER). On a hub with one system user per learner\n"
+        + "# (The Littlest JupyterHub), leave this check on.\n"
+        + "c.ExchangeCollect.check_owner = False\n"
+    )
 
 
 def prepare_home(klass: HubClass, user: str) -> Path:
@@ -164,17 +193,21 @@ def prepare_home(klass: HubClass, user: str) -> Path:
     jupyter = home / ".jupyter"
     (jupyter / "labconfig").mkdir(parents=True, exist_ok=True)
     learner = user != klass.instructor
-    config = ("c = get_config()  # noqa: F821\n"
-              f"c.CourseDirectory.course_id = {klass.course_id!r}\n"
-              f"c.Exchange.root = {str(klass.exchange)!r}\n")
+    config = (
+        "c = get_config()  # noqa: F821\n"
+        f"c.CourseDirectory.course_id = {klass.course_id!r}\n"
+        f"c.Exchange.root = {str(klass.exchange)!r}\n"
+    )
     if learner:  # who submits: nbgrader takes the system user's name otherwise, here the same for everyone
         config += f"c.CourseDirectory.student_id = {user!r}\n"
     (jupyter / "nbgrader_config.py").write_text(config, encoding="utf-8")
     settings = jupyter / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True, exist_ok=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps(LAB_NOTIFICATIONS), encoding="utf-8")
-    for name, values in (("jupyter_server_config.json", LEARNER_SERVER_CONFIG),
-                         ("labconfig/page_config.json", LEARNER_PAGE_CONFIG)):
+    for name, values in (
+        ("jupyter_server_config.json", LEARNER_SERVER_CONFIG),
+        ("labconfig/page_config.json", LEARNER_PAGE_CONFIG),
+    ):
         if learner:
             (jupyter / name).write_text(json.dumps(values, indent=1), encoding="utf-8")
         else:
@@ -211,8 +244,14 @@ def instructor_env(klass: HubClass) -> dict:
 
 def nbgrader(klass: HubClass, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     """``nbgrader ARGS`` in the course folder, as the instructor would type it in a terminal on the hub."""
-    return subprocess.run([str(VENV_BIN / "nbgrader"), *args], cwd=klass.course, env=instructor_env(klass),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(VENV_BIN / "nbgrader"), *args],
+        cwd=klass.course,
+        env=instructor_env(klass),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def release(klass: HubClass, lab: str = LAB) -> None:
@@ -229,18 +268,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--state", default=str(HERE / "state"), help="the class's folder (default: %(default)s)")
     parser.add_argument("--port", type=int, default=8000, help="the hub's port on 127.0.0.1 (default: %(default)s)")
     parser.add_argument("--learners", type=int, default=3, help="learner1 .. learnerN (default: %(default)s)")
-    parser.add_argument("--password", default=os.environ.get("HUB_PASSWORD", DEMO_PASSWORD),
-                        help="the shared password (8 characters or more; default: HUB_PASSWORD, else the demo's)")
-    parser.add_argument("--no-release", action="store_true", help="leave the lab unreleased (the instructor "
-                                                                  "releases it from the formgrader)")
+    parser.add_argument(
+        "--password",
+        default=os.environ.get("HUB_PASSWORD", DEMO_PASSWORD),
+        help="the shared password (8 characters or more; default: HUB_PASSWORD, else the demo's)",
+    )
+    parser.add_argument(
+        "--no-release",
+        action="store_true",
+        help="leave the lab unreleased (the instructor releases it from the formgrader)",
+    )
     args = parser.parse_args(argv)
     try:
         if not 1 <= args.port <= 65535:
             raise ValueError(f"port must be 1-65535, got {args.port}")
         if not 1 <= args.learners <= 500:
             raise ValueError(f"learners must be 1-500, got {args.learners}")
-        klass = prepare(args.state, [f"learner{i}" for i in range(1, args.learners + 1)], port=args.port,
-                        password=args.password)
+        klass = prepare(
+            args.state, [f"learner{i}" for i in range(1, args.learners + 1)], port=args.port, password=args.password
+        )
     except ValueError as err:
         print(f"hubctl: {err}", file=sys.stderr)
         return 2
@@ -252,10 +298,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not args.no_release:
         release(klass)
-    print(f"\nThe course's JupyterHub: {klass.url}/  (127.0.0.1 only; Ctrl-C stops it)\n"
-          f"  instructor: {klass.instructor}  (formgrader: {klass.url}/user/{klass.instructor}/formgrader)\n"
-          f"  learners:   {', '.join(klass.learners)}  (Assignments tab: Nbgrader > Assignments)\n"
-          f"  password:   {args.password}  (everyone's)\n  class folder: {klass.state}\n", flush=True)
+    print(
+        f"\nThe course's JupyterHub: {klass.url}/  (127.0.0.1 only; Ctrl-C stops it)\n"
+        f"  instructor: {klass.instructor}  (formgrader: {klass.url}/user/{klass.instructor}/formgrader)\n"
+        f"  learners:   {', '.join(klass.learners)}  (Assignments tab: Nbgrader > Assignments)\n"
+        f"  password:   {args.password}  (everyone's)\n  class folder: {klass.state}\n",
+        flush=True,
+    )
     os.execve(sys.executable, hub_command(), hub_env(klass))
     return 0  # not reached
 

@@ -5,6 +5,7 @@ It reads the class that ``hubctl.py`` prepared in the folder named by GPUCOST_HU
 test authenticator); each user's server is a local process (SimpleLocalProcessSpawner) in its own home folder under
 the class folder, with the course's Python environment; nbgrader's exchange is the class folder's ``exchange/``.
 """
+
 import os
 import sys
 from pathlib import Path
@@ -42,8 +43,10 @@ c.SimpleLocalProcessSpawner.home_dir_template = str(state / "home" / "{username}
 c.Spawner.cmd = [str(hubctl.VENV_BIN / "jupyterhub-singleuser")]
 c.Spawner.ip = "127.0.0.1"
 c.Spawner.default_url = "/lab"
-c.Spawner.environment = {"PATH": f"{hubctl.VENV_BIN}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
-                         hubctl.MARKER_ENV: klass.marker}
+c.Spawner.environment = {
+    "PATH": f"{hubctl.VENV_BIN}{os.pathsep}/usr/local/bin:/usr/bin:/bin",
+    hubctl.MARKER_ENV: klass.marker,
+}
 c.Spawner.args = ["--ServerApp.allow_root=True"] if os.geteuid() == 0 else []
 # A class starting at once on a small machine: time for every server to come up.
 c.Spawner.start_timeout = 300
@@ -60,5 +63,10 @@ c.Spawner.pre_spawn_hook = _pre_spawn
 # A token for tests and scripts that drive the class (tests/hub): create users' tokens, start and stop servers.
 if secrets.get("api_token"):
     c.JupyterHub.services = [{"name": "course-driver", "api_token": secrets["api_token"]}]
-    c.JupyterHub.load_roles = [{"name": "course-driver", "services": ["course-driver"],
-                                "scopes": ["admin:users", "admin:servers", "tokens", "access:servers"]}]
+    c.JupyterHub.load_roles = [
+        {
+            "name": "course-driver",
+            "services": ["course-driver"],
+            "scopes": ["admin:users", "admin:servers", "tokens", "access:servers"],
+        }
+    ]

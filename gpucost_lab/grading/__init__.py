@@ -17,6 +17,7 @@ Two tools, one rule:
 Both pass at ``PASS_MARK_PERCENT`` of the maximum score, compared in exact fractions of whole points
 (``meets_pass_mark``), so 8 of 10 passes and 7.99 of 10 does not, whatever the floating-point noise.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -33,9 +34,24 @@ _EXPORTS = {
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ = ["COURSE_ID", "DEFAULT_ASSIGNMENT", "DEFAULT_TIMEOUT_S", "GradeReport", "GradingError", "HIDDEN_TESTS_NOTE",
-           "PASS_MARK_PERCENT", "SCORE_DECIMALS", "SELF_CHECK_ENV", "SelfCheckReport", "default_source_root",
-           "detect_assignment", "grade", "meets_pass_mark", "points_to_pass", "self_check"]
+__all__ = [
+    "COURSE_ID",
+    "DEFAULT_ASSIGNMENT",
+    "DEFAULT_TIMEOUT_S",
+    "GradeReport",
+    "GradingError",
+    "HIDDEN_TESTS_NOTE",
+    "PASS_MARK_PERCENT",
+    "SCORE_DECIMALS",
+    "SELF_CHECK_ENV",
+    "SelfCheckReport",
+    "default_source_root",
+    "detect_assignment",
+    "grade",
+    "meets_pass_mark",
+    "points_to_pass",
+    "self_check",
+]
 
 
 def __getattr__(name: str):

@@ -13,13 +13,15 @@ Python number they hold (an honest ``np.float64`` is a number). A learner's func
 becomes a :class:`LearnerFunction` whose calls the grader sends back to the kernel, arguments and result crossing
 as plain data again (:mod:`gpucost_lab.grading.execute`).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import functools
 import json
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: Most characters one answer may take as JSON (a PhaseTimer of a long loop is ~2 MB).
 MAX_ANSWER_CHARS = 16_000_000
@@ -44,9 +46,24 @@ def _course_types() -> dict[str, type]:
     from ..stats import Estimate, Interval
     from ..timing import Measurement
 
-    return {f"{t.__module__}.{t.__qualname__}": t for t in (
-        BenchmarkContract, Comparison, RatioVerdict, MemoryLedger, PhaseTimer, ParityReport, CandidateResult,
-        Decision, SimConfig, Estimate, Interval, Measurement, pd.DataFrame)}
+    return {
+        f"{t.__module__}.{t.__qualname__}": t
+        for t in (
+            BenchmarkContract,
+            Comparison,
+            RatioVerdict,
+            MemoryLedger,
+            PhaseTimer,
+            ParityReport,
+            CandidateResult,
+            Decision,
+            SimConfig,
+            Estimate,
+            Interval,
+            Measurement,
+            pd.DataFrame,
+        )
+    }
 
 
 def _special(cls: type) -> str | None:
@@ -89,6 +106,7 @@ class _NotPlain(Exception):
 
 # ---------------------------------------------------------------------------------------------- in the kernel
 
+
 def _encode(value: Any, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
         raise _NotPlain(f"nested deeper than {MAX_DEPTH} levels")
@@ -113,16 +131,18 @@ def _encode(value: Any, depth: int = 0) -> Any:
         raise _NotPlain(f"it is a {name}; answers must be int, float, str, bool, None, or lists/dicts of those")
     special = _special(kind)
     if special == "frame":
-        return {"__type__": name, "columns": _encode(list(value.columns), depth + 1),
-                "rows": [[_encode(v, depth + 2) for v in row] for row in value.itertuples(index=False)]}
+        return {
+            "__type__": name,
+            "columns": _encode(list(value.columns), depth + 1),
+            "rows": [[_encode(v, depth + 2) for v in row] for row in value.itertuples(index=False)],
+        }
     if special == "timer":
         return {"__type__": name, "records": [[str(p), float(a), float(b)] for p, a, b in value._records]}
     if special == "interval":
         return {"__type__": name, "fields": {k: _encode(v, depth + 1) for k, v in value._asdict().items()}}
     if special == "estimate":
         return {"__type__": name, "fields": {"values": _encode(tuple(value.values), depth + 1)}}
-    fields = {f.name: _encode(_field(getattr(value, f.name)), depth + 1)
-              for f in dataclasses.fields(value) if f.init}
+    fields = {f.name: _encode(_field(getattr(value, f.name)), depth + 1) for f in dataclasses.fields(value) if f.init}
     return {"__type__": name, "fields": fields}
 
 
@@ -166,6 +186,7 @@ def call_dumps(namespace: dict, name: str, arguments: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------- in the grader
+
 
 def loads(text: str, name: str) -> Any:
     """Read the answer ``name`` sent by :func:`dumps`: a value, :class:`Rejected`, or :class:`LearnerFunction`."""
@@ -243,8 +264,13 @@ def _rebuild(node: dict, depth: int) -> Any:
         records = []
         for record in _list(node["records"]):  # thousands in a long loop: checked without a generator per record
             phase, start, end = _list(record)
-            if type(phase) is not str or type(start) not in _NUMBERS or type(end) not in _NUMBERS \
-                    or not (math.isfinite(start) and math.isfinite(end)) or end < start:
+            if (
+                type(phase) is not str
+                or type(start) not in _NUMBERS
+                or type(end) not in _NUMBERS
+                or not (math.isfinite(start) and math.isfinite(end))
+                or end < start
+            ):
                 raise ValueError("a phase record that is not (name, start s, end s)")
             records.append((phase, float(start), float(end)))
         timer._records = records

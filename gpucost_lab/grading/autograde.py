@@ -5,6 +5,7 @@ The steps are separate so that a class is graded with the very same ones (:mod:`
 there), :func:`autograde_in` runs ``autograde`` (and ``generate_feedback`` when asked) for one submission and
 reads its scores; with ``forget`` it then removes the submission, leaving the course as generated.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -16,12 +17,25 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
-from .notebooks import (_ANSI, DEFAULT_ASSIGNMENT, DEFAULT_TIMEOUT_S, _check_assignment, _check_source_root,
-                        _check_student, _check_timeout, _grade_ids, _nbgrader_meta, _one_line, _quiet_nbformat,
-                        _read_notebook, _source_notebook, detect_assignment)
+from .notebooks import (
+    _ANSI,
+    DEFAULT_ASSIGNMENT,
+    DEFAULT_TIMEOUT_S,
+    _check_assignment,
+    _check_source_root,
+    _check_student,
+    _check_timeout,
+    _grade_ids,
+    _nbgrader_meta,
+    _one_line,
+    _quiet_nbformat,
+    _read_notebook,
+    _source_notebook,
+    detect_assignment,
+)
 from .passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark
 from .reports import GradeReport
 
@@ -112,14 +126,21 @@ def autograde_steps(c) -> None:
     """nbgrader's autograde steps with ``Execute`` replaced by the sandboxed one and ``DeduplicateIds`` by one that
     keeps a copied cell from stopping the grading (also used by nbgrader_config.py)."""
     c.Autograde.sanitize_preprocessors = [
-        "nbgrader.preprocessors.ClearOutput", "gpucost_lab.grading.execute.DropDuplicateIds",
-        "nbgrader.preprocessors.OverwriteKernelspec", "nbgrader.preprocessors.OverwriteCells",
-        "nbgrader.preprocessors.CheckCellMetadata"]
+        "nbgrader.preprocessors.ClearOutput",
+        "gpucost_lab.grading.execute.DropDuplicateIds",
+        "nbgrader.preprocessors.OverwriteKernelspec",
+        "nbgrader.preprocessors.OverwriteCells",
+        "nbgrader.preprocessors.CheckCellMetadata",
+    ]
     c.Autograde.autograde_preprocessors = [
-        "gpucost_lab.grading.execute.SandboxedExecute", "nbgrader.preprocessors.IgnorePattern",
-        "nbconvert.preprocessors.ClearMetadataPreprocessor", "nbgrader.preprocessors.LimitOutput",
-        "nbgrader.preprocessors.SaveAutoGrades", "nbgrader.preprocessors.AssignLatePenalties",
-        "nbgrader.preprocessors.CheckCellMetadata"]
+        "gpucost_lab.grading.execute.SandboxedExecute",
+        "nbgrader.preprocessors.IgnorePattern",
+        "nbconvert.preprocessors.ClearMetadataPreprocessor",
+        "nbgrader.preprocessors.LimitOutput",
+        "nbgrader.preprocessors.SaveAutoGrades",
+        "nbgrader.preprocessors.AssignLatePenalties",
+        "nbgrader.preprocessors.CheckCellMetadata",
+    ]
 
 
 def _restore_missing_grade_cells(submission_nb, released_nb) -> list[str]:
@@ -137,10 +158,14 @@ def _restore_missing_grade_cells(submission_nb, released_nb) -> list[str]:
         meta = _nbgrader_meta(cell)
         if not meta.get("grade") or meta["grade_id"] in present:
             continue
-        before = [present[_nbgrader_meta(c)["grade_id"]] for c in released[:pos]
-                  if _nbgrader_meta(c)["grade_id"] in present]
-        after = [present[_nbgrader_meta(c)["grade_id"]] for c in released[pos + 1:]
-                 if _nbgrader_meta(c)["grade_id"] in present]
+        before = [
+            present[_nbgrader_meta(c)["grade_id"]] for c in released[:pos] if _nbgrader_meta(c)["grade_id"] in present
+        ]
+        after = [
+            present[_nbgrader_meta(c)["grade_id"]]
+            for c in released[pos + 1 :]
+            if _nbgrader_meta(c)["grade_id"] in present
+        ]
         index = max(before) + 1 if before else (min(after) if after else len(submission_nb.cells))
         new = copy.deepcopy(cell)
         new.pop("id", None)
@@ -201,8 +226,11 @@ def _cell_messages(nb, timeout_s: int | None = None) -> dict[str, str]:
 def _root_cause(result: dict) -> str:
     """The most specific error line in a failed nbgrader run (its final line only says "see the traceback")."""
     text = _ANSI.sub("", (result.get("log") or "") + "\n" + (result.get("error") or ""))
-    causes = [line.strip() for line in text.splitlines()
-              if re.match(r"^\s*[\w.]*(Error|Exception|Exit)\b.*", line) and "NbGraderException" not in line]
+    causes = [
+        line.strip()
+        for line in text.splitlines()
+        if re.match(r"^\s*[\w.]*(Error|Exception|Exit)\b.*", line) and "NbGraderException" not in line
+    ]
     return causes[-1] if causes else _one_line(result.get("error") or result.get("log") or "unknown error")
 
 
@@ -219,16 +247,23 @@ class Submission:
     notebook_name: str  # the source notebook it is graded against, as a file name
 
 
-def read_submission(notebook_path: str | os.PathLike, student: str | None = None, assignment: str | None = None,
-                    *, source_root: str | os.PathLike | None = None, self_study: bool = False) -> Submission:
+def read_submission(
+    notebook_path: str | os.PathLike,
+    student: str | None = None,
+    assignment: str | None = None,
+    *,
+    source_root: str | os.PathLike | None = None,
+    self_study: bool = False,
+) -> Submission:
     """The submission at ``notebook_path``, checked as :func:`grade` describes; ``ValueError`` for unusable input."""
     submission = Path(notebook_path)
     learner = "" if student is None or self_study else _check_student(student)
     student = _check_student("student" if student is None else student)
     nb = _read_notebook(submission)
     root = _check_source_root(source_root)
-    assignment = _check_assignment(detect_assignment(root, nb) or DEFAULT_ASSIGNMENT if assignment is None
-                                   else assignment)
+    assignment = _check_assignment(
+        detect_assignment(root, nb) or DEFAULT_ASSIGNMENT if assignment is None else assignment
+    )
     source_nb_path = _source_notebook(root, assignment, nb, submission)
     return Submission(submission, nb, student, learner, root, assignment, source_nb_path.name)
 
@@ -263,8 +298,11 @@ def generate_course(course: str | os.PathLike, root: Path, assignment: str, time
     course = Path(course)
     course.mkdir(parents=True, exist_ok=True)
     course = course.resolve()
-    shutil.copytree(root / assignment, course / "source" / assignment,
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc"))
+    shutil.copytree(
+        root / assignment,
+        course / "source" / assignment,
+        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc"),
+    )
     config = _config(course, timeout_s)
     with _environment(PATH=_path_with_this_python()), _quiet_stderr():
         problem = _convert(config, GenerateAssignment, assignment_id=assignment, student_id=".")
@@ -280,8 +318,14 @@ def copy_course(template: Course, course: str | os.PathLike) -> Course:
     return Course(course, template.assignment, template.timeout_s, _config(course, template.timeout_s))
 
 
-def autograde_in(course: Course, sub: Submission, *, feedback: bool = True,
-                 feedback_dir: str | os.PathLike | None = None, forget: bool = False) -> GradeReport:
+def autograde_in(
+    course: Course,
+    sub: Submission,
+    *,
+    feedback: bool = True,
+    feedback_dir: str | os.PathLike | None = None,
+    forget: bool = False,
+) -> GradeReport:
     """Autograde ``sub`` in ``course`` (generated for its assignment) and read its scores from the gradebook.
 
     With ``feedback``, ``nbgrader generate_feedback`` runs after the scores are in and its page is copied to
@@ -289,9 +333,9 @@ def autograde_in(course: Course, sub: Submission, *, feedback: bool = True,
     ``<notebook stem>_feedback.html``). ``forget`` removes the student from the gradebook and their folders from
     the course afterwards, leaving the course as generated, ready for the next submission.
     """
+    import nbformat
     from nbgrader.api import Gradebook
     from nbgrader.converters import Autograde
-    import nbformat
 
     if sub.assignment != course.assignment:
         raise ValueError(f"assignment {sub.assignment!r} cannot be graded in a course of {course.assignment!r}")
@@ -313,26 +357,34 @@ def autograde_in(course: Course, sub: Submission, *, feedback: bool = True,
             problem = _convert(config, Autograde, assignment_id=assignment, student_id=student)
             if problem:
                 raise ValueError(f"{sub.path}: nbgrader could not autograde it: {problem}")
-            autograded = _read_notebook(course.path / "autograded" / student / assignment / name,
-                                        "autograded notebook")
+            autograded = _read_notebook(course.path / "autograded" / student / assignment / name, "autograded notebook")
             messages = _cell_messages(autograded, course.timeout_s)
 
             order = {gid: i for i, gid in enumerate(_grade_ids(autograded))}
             with Gradebook(config.CourseDirectory.db_url, COURSE_ID) as gb:
                 graded = gb.find_submission(assignment, student)
                 score, max_score = float(graded.score), float(graded.max_score)
-                grades = sorted((g for n in graded.notebooks for g in n.grades),
-                                key=lambda g: order.get(g.name, 1 << 30))
+                grades = sorted(
+                    (g for n in graded.notebooks for g in n.grades), key=lambda g: order.get(g.name, 1 << 30)
+                )
                 failed, pending = [], []
                 for g in grades:
                     if g.needs_manual_grade:
                         pending.append({"cell": g.name, "max_points": float(g.max_score)})
                     elif _points(g.score) < _points(g.max_score):
-                        failed.append({"cell": g.name, "points": float(g.score), "max_points": float(g.max_score),
-                                       "message": messages.get(g.name) or "no response"})
+                        failed.append(
+                            {
+                                "cell": g.name,
+                                "points": float(g.score),
+                                "max_points": float(g.max_score),
+                                "message": messages.get(g.name) or "no response",
+                            }
+                        )
 
-            feedback_html, notes = None, [f"cell {gid} appears more than once: the first is graded, the copy is "
-                                          "ignored" for gid in copies]
+            feedback_html, notes = (
+                None,
+                [f"cell {gid} appears more than once: the first is graded, the copy is ignored" for gid in copies],
+            )
             if feedback:
                 feedback_html = _feedback(config, sub, course.path, feedback_dir, notes)
     finally:
@@ -343,9 +395,16 @@ def autograde_in(course: Course, sub: Submission, *, feedback: bool = True,
                 course.dirty = True
 
     score, max_score = round(score, SCORE_DECIMALS), round(max_score, SCORE_DECIMALS)
-    return GradeReport(score=score, max_score=max_score, percent=_percent(score, max_score),
-                       passed=meets_pass_mark(score, max_score), failed=tuple(failed), pending_manual=tuple(pending),
-                       feedback_html=feedback_html, notes=tuple(notes))
+    return GradeReport(
+        score=score,
+        max_score=max_score,
+        percent=_percent(score, max_score),
+        passed=meets_pass_mark(score, max_score),
+        failed=tuple(failed),
+        pending_manual=tuple(pending),
+        feedback_html=feedback_html,
+        notes=tuple(notes),
+    )
 
 
 def _feedback(config, sub: Submission, course: Path, feedback_dir, notes: list) -> str | None:
@@ -384,10 +443,17 @@ def _forget(course: Course, student: str, folders: list[Path]) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def grade(notebook_path: str | os.PathLike, student: str | None = None, assignment: str | None = None,
-          timeout_s: int = DEFAULT_TIMEOUT_S, *, source_root: str | os.PathLike | None = None,
-          feedback_dir: str | os.PathLike | None = None, course_dir: str | os.PathLike | None = None,
-          self_study: bool = False) -> GradeReport:
+def grade(
+    notebook_path: str | os.PathLike,
+    student: str | None = None,
+    assignment: str | None = None,
+    timeout_s: int = DEFAULT_TIMEOUT_S,
+    *,
+    source_root: str | os.PathLike | None = None,
+    feedback_dir: str | os.PathLike | None = None,
+    course_dir: str | os.PathLike | None = None,
+    self_study: bool = False,
+) -> GradeReport:
     """Autograde one submitted notebook with nbgrader and report its score against the pass mark.
 
     ``student`` is the learner's id: their lab's numbers derive from it (:mod:`gpucost_lab.variants`), so the

@@ -13,6 +13,7 @@ modules and always-equal objects in the kernel therefore change only the learner
 Test cells lose their hidden part when graded: the autograded notebook (and so the feedback page) shows the
 visible tests and a line saying that hidden checks ran, never their source or expected values.
 """
+
 from __future__ import annotations
 
 import ast
@@ -56,8 +57,12 @@ def is_test(cell) -> bool:
 def is_trusted_setup(cell) -> bool:
     """A read-only code cell of the lab (restored from the gradebook by nbgrader): the grader runs it too."""
     meta = _meta(cell)
-    return cell.get("cell_type") == "code" and bool(meta.get("locked")) and not meta.get("grade") \
+    return (
+        cell.get("cell_type") == "code"
+        and bool(meta.get("locked"))
+        and not meta.get("grade")
         and not meta.get("solution")
+    )
 
 
 def split_hidden(source: str) -> tuple[str, set[int]]:
@@ -127,7 +132,6 @@ def _statement(code: str, line: int | None) -> str:
 
 class LearnerError(Exception):
     """The learner's function raised, or did not answer, when a test called it."""
-
 
 
 def _error(message: str) -> dict:
@@ -231,8 +235,9 @@ class DropDuplicateIds(NbGraderPreprocessor):
             grade_id = _meta(cell).get("grade_id")
             if "nbgrader" in cell.get("metadata", {}) and (not grade_id or grade_id in seen):
                 if grade_id:
-                    self.log.warning("cell %s appears more than once: the first is graded, the copy is ignored",
-                                     grade_id)
+                    self.log.warning(
+                        "cell %s appears more than once: the first is graded, the copy is ignored", grade_id
+                    )
                 del cell.metadata["nbgrader"]
             elif grade_id:
                 seen.add(grade_id)
@@ -245,21 +250,37 @@ class SandboxedExecute(NbGraderPreprocessor):
     timeout = Integer(30, help="seconds each cell may run").tag(config=True)
     total_timeout = Integer(900, help="seconds the whole notebook may run, and its CPU seconds").tag(config=True)
     memory_mb = Integer(_sandbox.Limits.memory_mb, help="address space of the kernel (MB)").tag(config=True)
-    allow_unsandboxed = Bool(False, help="run the kernel without bubblewrap where it is missing (trusted "
-                                         "notebooks only)").tag(config=True)
-    per_learner_variants = Bool(True, help="each student's lab numbers derive from their student id "
-                                           "(gpucost_lab.variants); False grades every submission as the "
-                                           "self-study lab").tag(config=True)
-    learner = Unicode(None, allow_none=True, help="the id the lab's numbers derive from, overriding the student "
-                                                  "id; '' for the self-study lab").tag(config=True)
+    allow_unsandboxed = Bool(
+        False, help="run the kernel without bubblewrap where it is missing (trusted notebooks only)"
+    ).tag(config=True)
+    per_learner_variants = Bool(
+        True,
+        help="each student's lab numbers derive from their student id "
+        "(gpucost_lab.variants); False grades every submission as the "
+        "self-study lab",
+    ).tag(config=True)
+    learner = Unicode(
+        None,
+        allow_none=True,
+        help="the id the lab's numbers derive from, overriding the student id; '' for the self-study lab",
+    ).tag(config=True)
 
     def preprocess(self, nb, resources):
         from .run import run_submission
 
         folder = Path(resources.get("metadata", {}).get("path") or ".")
         limits = _sandbox.Limits(memory_mb=self.memory_mb, cpu_s=self.total_timeout)
-        run_submission(nb, folder, self._source_folder(resources), limits, self.timeout, self.total_timeout,
-                       self.allow_unsandboxed, self.log, learner=self._learner(resources))
+        run_submission(
+            nb,
+            folder,
+            self._source_folder(resources),
+            limits,
+            self.timeout,
+            self.total_timeout,
+            self.allow_unsandboxed,
+            self.log,
+            learner=self._learner(resources),
+        )
         return nb, resources
 
     def _learner(self, resources) -> str:
@@ -279,13 +300,19 @@ class SandboxedExecute(NbGraderPreprocessor):
         return folder if folder.is_dir() else None
 
 
-def _copy_submission(folder: Path | None, dest: Path, max_bytes: int = 64 * 2**20, skip_notebooks: bool = False) -> None:
+def _copy_submission(
+    folder: Path | None, dest: Path, max_bytes: int = 64 * 2**20, skip_notebooks: bool = False
+) -> None:
     """The files of ``folder`` (a submission's, or the lab's own) into ``dest``; at most ``max_bytes`` in all."""
     dest.mkdir(parents=True, exist_ok=True)
     total = 0
     for path in sorted(folder.rglob("*")) if folder is not None and folder.is_dir() else []:
-        if path.is_symlink() or not path.is_file() or ".ipynb_checkpoints" in path.parts \
-                or (skip_notebooks and path.suffix == ".ipynb"):
+        if (
+            path.is_symlink()
+            or not path.is_file()
+            or ".ipynb_checkpoints" in path.parts
+            or (skip_notebooks and path.suffix == ".ipynb")
+        ):
             continue
         total += path.stat().st_size
         if total > max_bytes:
@@ -302,6 +329,11 @@ def _truncate(outputs: list) -> list:
         if len(text) <= MAX_OUTPUT_CHARS:
             kept.append(out)
         else:
-            kept.append(new_output("stream", name="stdout",
-                                   text=f"[output of {len(text):,} characters cut to keep the graded notebook small]\n"))
+            kept.append(
+                new_output(
+                    "stream",
+                    name="stdout",
+                    text=f"[output of {len(text):,} characters cut to keep the graded notebook small]\n",
+                )
+            )
     return kept

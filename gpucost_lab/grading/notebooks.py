@@ -1,4 +1,5 @@
 """Reading lab notebooks and their nbgrader metadata; finding the assignment a submission belongs to."""
+
 from __future__ import annotations
 
 import contextlib
@@ -6,8 +7,8 @@ import json
 import logging
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 #: The lab graded when no assignment is named.
 DEFAULT_ASSIGNMENT = "profile_training_loop"
@@ -102,8 +103,10 @@ def detect_assignment(source_root: Path, submission_nb) -> str | None:
 def _source_notebook(source_root: Path, assignment: str, submission_nb, submission: Path) -> Path:
     folder = source_root / assignment
     if not folder.is_dir():
-        raise ValueError(f"assignment {assignment!r} has no source folder {folder} (give another nbgrader source "
-                         f"folder as source_root, --source-root on the command line)")
+        raise ValueError(
+            f"assignment {assignment!r} has no source folder {folder} (give another nbgrader source "
+            f"folder as source_root, --source-root on the command line)"
+        )
     notebooks = sorted(p for p in folder.glob("*.ipynb"))
     if not notebooks:
         raise ValueError(f"assignment {assignment!r}: no notebook in its source folder {folder}")
@@ -114,21 +117,29 @@ def _source_notebook(source_root: Path, assignment: str, submission_nb, submissi
         if overlap > best_overlap or (overlap == best_overlap and overlap and candidate.stem == submission.stem):
             best, best_overlap = candidate, overlap
     if best is None:
-        raise ValueError(f"{submission}: has none of the cells of assignment {assignment!r} (no cell carries a "
-                         f"grade id of {', '.join(p.name for p in notebooks)}); is it the right notebook?")
+        raise ValueError(
+            f"{submission}: has none of the cells of assignment {assignment!r} (no cell carries a "
+            f"grade id of {', '.join(p.name for p in notebooks)}); is it the right notebook?"
+        )
     return best
 
 
 def _check_student(student: str) -> str:
     if not isinstance(student, str) or not _STUDENT_ID.match(student):
-        raise ValueError(f"student must be 1-100 letters, digits, '_', '.', '@' or '-' starting with a letter or "
-                         f"digit, got {student!r}")
+        raise ValueError(
+            f"student must be 1-100 letters, digits, '_', '.', '@' or '-' starting with a letter or "
+            f"digit, got {student!r}"
+        )
     return student
 
 
 def _check_timeout(timeout_s: object) -> int:
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not float(timeout_s).is_integer() \
-            or not 1 <= timeout_s <= 3600:
+    if (
+        isinstance(timeout_s, bool)
+        or not isinstance(timeout_s, (int, float))
+        or not float(timeout_s).is_integer()
+        or not 1 <= timeout_s <= 3600
+    ):
         raise ValueError(f"timeout_s must be a whole number of seconds from 1 to 3600, got {timeout_s!r}")
     return int(timeout_s)
 
@@ -137,8 +148,10 @@ def _check_source_root(source_root: str | os.PathLike | None) -> Path:
     """The nbgrader source folder (default: :func:`default_source_root`); ``ValueError`` unless it is a folder."""
     root = Path(source_root) if source_root is not None else default_source_root()
     if not root.is_dir():
-        raise ValueError(f"source_root {str(root)!r} is not a directory; allowed: the nbgrader source folder, such "
-                         f"as the repository's solutions/")
+        raise ValueError(
+            f"source_root {str(root)!r} is not a directory; allowed: the nbgrader source folder, such "
+            f"as the repository's solutions/"
+        )
     return root
 
 

@@ -1,4 +1,5 @@
 """The pass mark: 80% of the maximum score, compared in exact fractions at nbgrader's precision."""
+
 from __future__ import annotations
 
 import math
@@ -23,7 +24,7 @@ def meets_pass_mark(score: float, max_score: float) -> bool:
 
 def points_to_pass(max_score: float) -> float:
     """The smallest score (at nbgrader's precision) that passes out of ``max_score``."""
-    step = Fraction(1, 10 ** SCORE_DECIMALS)
+    step = Fraction(1, 10**SCORE_DECIMALS)
     needed = _points(max_score) * PASS_MARK_PERCENT / 100
     return float(math.ceil(needed / step) * step)
 

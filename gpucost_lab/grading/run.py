@@ -1,4 +1,5 @@
 """One submission, run: the learner's cells in the sandboxed kernel, the tests in this process (see ``execute``)."""
+
 from __future__ import annotations
 
 import ast
@@ -15,7 +16,17 @@ from nbformat.v4 import new_output
 from ..variants import LEARNER_ENV
 from . import answers as _answers
 from . import sandbox as _sandbox
-from .execute import MAX_CELLS, Checks, LearnerError, _copy_submission, _error, _truncate, is_test, is_trusted_setup, visible_source
+from .execute import (
+    MAX_CELLS,
+    Checks,
+    LearnerError,
+    _copy_submission,
+    _error,
+    _truncate,
+    is_test,
+    is_trusted_setup,
+    visible_source,
+)
 
 KERNEL_NAME = "gpucost-sandbox"
 _ANSWERS = "__import__('gpucost_lab.grading.answers', fromlist=['dumps'])"
@@ -45,8 +56,10 @@ class _Kernel:
         leaves it unable to reply to anything, and the later cells are then not sent to it."""
         self._evaluate("'ok'", wait_s)
         if self.dead:
-            self.stopped = (f"the kernel had stopped answering: no reply within {wait_s:g} s after a cell reached "
-                            f"the time limit, so the cells after it were not run")
+            self.stopped = (
+                f"the kernel had stopped answering: no reply within {wait_s:g} s after a cell reached "
+                f"the time limit, so the cells after it were not run"
+            )
         return not self.dead
 
     def _evaluate(self, expression: str, wait_s: float | None = None) -> tuple[str | None, str]:
@@ -113,13 +126,31 @@ def _kernelspec(work: Path, limits: _sandbox.Limits, sandboxed: bool, env: dict[
     argv = _sandbox.kernel_argv(work, limits, env) if sandboxed else _sandbox.unsandboxed_argv(work, limits)
     spec = work / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True)
-    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "graded lab (sandbox)", "env": env,
-                                                  "interrupt_mode": "message", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": argv,
+                "display_name": "graded lab (sandbox)",
+                "env": env,
+                "interrupt_mode": "message",
+                "language": "python",
+            }
+        )
+    )
     return KernelSpecManager(kernel_dirs=[str(work / "kernels")], ensure_native_kernel=False)
 
 
-def run_submission(nb, folder: Path, source_folder: Path | None, limits: _sandbox.Limits, timeout_s: int,
-                   total_s: int, allow_unsandboxed: bool, log, learner: str = "") -> None:
+def run_submission(
+    nb,
+    folder: Path,
+    source_folder: Path | None,
+    limits: _sandbox.Limits,
+    timeout_s: int,
+    total_s: int,
+    allow_unsandboxed: bool,
+    log,
+    learner: str = "",
+) -> None:
     """Grade ``nb`` in place: learner cells get their outputs, test cells an error output or none.
 
     ``folder`` holds the submission (copied into the sandbox); ``source_folder`` the lab's own files, whose
@@ -137,8 +168,10 @@ def run_submission(nb, folder: Path, source_folder: Path | None, limits: _sandbo
     deadline = time.monotonic() + total_s
     # two folders: the sandbox sees and may write the first; the second (the lab's helper files, which the checks
     # import in this process) it never sees
-    with tempfile.TemporaryDirectory(prefix="gpucost-grade-run-") as tmp, \
-            tempfile.TemporaryDirectory(prefix="gpucost-grade-checks-") as checks_dir:
+    with (
+        tempfile.TemporaryDirectory(prefix="gpucost-grade-run-") as tmp,
+        tempfile.TemporaryDirectory(prefix="gpucost-grade-checks-") as checks_dir,
+    ):
         work = Path(tmp)
         os.chmod(work, 0o755)
         _copy_submission(folder, work / "notebook")
@@ -146,12 +179,24 @@ def run_submission(nb, folder: Path, source_folder: Path | None, limits: _sandbo
         (work / "ipc").mkdir()
         _copy_submission(source_folder, Path(checks_dir), skip_notebooks=True)
         env = {LEARNER_ENV: learner}
-        km = AsyncKernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=_kernelspec(work, limits, not reason, env),
-                                transport="ipc", ip=str(work / "ipc" / "kernel"),
-                                connection_file=str(work / "connection.json"))
-        client = NotebookClient(nb, km=km, timeout=timeout_s, startup_timeout=120, interrupt_on_timeout=True,
-                                allow_errors=True, kernel_name=KERNEL_NAME, shutdown_kernel="immediate",
-                                resources={"metadata": {"path": str(work / "notebook")}})
+        km = AsyncKernelManager(
+            kernel_name=KERNEL_NAME,
+            kernel_spec_manager=_kernelspec(work, limits, not reason, env),
+            transport="ipc",
+            ip=str(work / "ipc" / "kernel"),
+            connection_file=str(work / "connection.json"),
+        )
+        client = NotebookClient(
+            nb,
+            km=km,
+            timeout=timeout_s,
+            startup_timeout=120,
+            interrupt_on_timeout=True,
+            allow_errors=True,
+            kernel_name=KERNEL_NAME,
+            shutdown_kernel="immediate",
+            resources={"metadata": {"path": str(work / "notebook")}},
+        )
         kernel = _Kernel(client, timeout_s)
         checks = Checks(kernel.fetch, kernel.call, Path(checks_dir), learner)
         try:
@@ -179,16 +224,19 @@ def _stop(km) -> None:
             pass
 
 
-def _run_cells(nb, client, kernel: "_Kernel", checks: Checks, deadline: float, timeout_s: int, total_s: int,
-               log) -> None:
+def _run_cells(nb, client, kernel: _Kernel, checks: Checks, deadline: float, timeout_s: int, total_s: int, log) -> None:
     from nbclient.exceptions import DeadKernelError
 
     # At a cell's time limit nbclient interrupts the kernel and, by default, then waits for its reply with no end:
     # a kernel the learner's code broke (a builtin replaced, say) never sends one. With ``error_on_timeout`` it
     # stops waiting at the interrupt, the hook notes which cell that was, and a probe then decides whether the
     # kernel still answers at all.
-    client.error_on_timeout = {"ename": "CellTimeoutError", "evalue": f"still running after {timeout_s} s",
-                               "traceback": [], _TIMEOUT_MARK: True}
+    client.error_on_timeout = {
+        "ename": "CellTimeoutError",
+        "evalue": f"still running after {timeout_s} s",
+        "traceback": [],
+        _TIMEOUT_MARK: True,
+    }
     timed_out: set[int] = set()
 
     def on_cell_executed(cell, cell_index, execute_reply):
@@ -206,8 +254,11 @@ def _run_cells(nb, client, kernel: "_Kernel", checks: Checks, deadline: float, t
             code_cells += 1
             late = time.monotonic() > deadline
             if is_test(cell):
-                cell.outputs = [_error(f"not graded: the notebook ran past its total limit of {total_s} s")] \
-                    if late else checks.check(cell.metadata["nbgrader"]["grade_id"], cell.source)
+                cell.outputs = (
+                    [_error(f"not graded: the notebook ran past its total limit of {total_s} s")]
+                    if late
+                    else checks.check(cell.metadata["nbgrader"]["grade_id"], cell.source)
+                )
                 cell.source = visible_source(cell.source)
                 continue
             if is_trusted_setup(cell):
@@ -231,7 +282,12 @@ def _timed_out(outputs: list, timed_out: bool, timeout_s: int) -> list:
     KeyboardInterrupt (not the learner's Ctrl-C) and is there even when the kernel sent no error at all."""
     if not timed_out:
         return outputs
-    error = new_output("error", ename="CellTimeoutError", evalue=f"still running after {timeout_s} s",
-                       traceback=[f"CellTimeoutError: still running after {timeout_s} s, so it was interrupted"])
-    return [out for out in outputs
-            if not (out.get("output_type") == "error" and out.get("ename") == "KeyboardInterrupt")] + [error]
+    error = new_output(
+        "error",
+        ename="CellTimeoutError",
+        evalue=f"still running after {timeout_s} s",
+        traceback=[f"CellTimeoutError: still running after {timeout_s} s, so it was interrupted"],
+    )
+    return [
+        out for out in outputs if not (out.get("output_type") == "error" and out.get("ename") == "KeyboardInterrupt")
+    ] + [error]

@@ -10,6 +10,7 @@ Without ``bwrap`` (or where the system forbids new namespaces) grading refuses t
 message naming the package to install, unless ``allow_unsandboxed`` is set explicitly (a trusted notebook on a
 machine without bubblewrap; the report then says so).
 """
+
 from __future__ import annotations
 
 import functools
@@ -33,8 +34,15 @@ class Limits:
     processes: int = 256
 
     def prlimit(self) -> list[str]:
-        return ["prlimit", f"--as={self.memory_mb * 2**20}", f"--cpu={self.cpu_s}",
-                f"--fsize={self.file_mb * 2**20}", f"--nproc={self.processes}", "--core=0", "--"]
+        return [
+            "prlimit",
+            f"--as={self.memory_mb * 2**20}",
+            f"--cpu={self.cpu_s}",
+            f"--fsize={self.file_mb * 2**20}",
+            f"--nproc={self.processes}",
+            "--core=0",
+            "--",
+        ]
 
 
 class SandboxUnavailable(RuntimeError):
@@ -48,8 +56,22 @@ def unavailable_reason() -> str | None:
         if shutil.which(tool) is None:
             return f"`{tool}` was not found: install Debian's `{package}` package to grade in a sandbox"
     try:
-        probe = subprocess.run(["bwrap", *_system_binds(), "--unshare-all", "--uid", str(NOBODY), "--gid",
-                                str(NOBODY), "--die-with-parent", "true"], capture_output=True, text=True, timeout=30)
+        probe = subprocess.run(
+            [
+                "bwrap",
+                *_system_binds(),
+                "--unshare-all",
+                "--uid",
+                str(NOBODY),
+                "--gid",
+                str(NOBODY),
+                "--die-with-parent",
+                "true",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"bwrap could not run: {err}"
     if probe.returncode != 0:
@@ -61,8 +83,11 @@ def _system_binds() -> list[str]:
     binds = []
     for folder in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"):
         if os.path.lexists(folder):
-            binds += ["--ro-bind", folder, folder] if not os.path.islink(folder) else \
-                ["--symlink", os.readlink(folder), folder]
+            binds += (
+                ["--ro-bind", folder, folder]
+                if not os.path.islink(folder)
+                else ["--symlink", os.readlink(folder), folder]
+            )
     return binds
 
 
@@ -86,20 +111,61 @@ def kernel_argv(workdir: Path, limits: Limits, extra_env: dict[str, str] | None 
 
     The kernel's environment is this and ``extra_env`` only (the grader's own is cleared)."""
     home = workdir / "home"
-    env = {"HOME": str(home), "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-           "MPLCONFIGDIR": str(home / ".matplotlib"), "NBGRADER_EXECUTION": "autograde", "LANG": "C.UTF-8",
-           "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", **(extra_env or {})}
+    env = {
+        "HOME": str(home),
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "MPLCONFIGDIR": str(home / ".matplotlib"),
+        "NBGRADER_EXECUTION": "autograde",
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "OMP_NUM_THREADS": "1",
+        "MPLBACKEND": "Agg",
+        **(extra_env or {}),
+    }
     setenv = [arg for key, value in env.items() for arg in ("--setenv", key, value)]
     # the empty /tmp first: this Python or the package may live under /tmp (a fresh clone), and a later mount wins
-    return [*limits.prlimit(), "bwrap", "--tmpfs", "/tmp", *_system_binds(), *_python_binds(),
-            "--proc", "/proc", "--dev", "/dev", "--bind", str(workdir), str(workdir),
-            "--chdir", str(workdir / "notebook"), "--unshare-all", "--uid", str(NOBODY), "--gid", str(NOBODY),
-            "--die-with-parent", "--new-session", "--clearenv", *setenv,
-            sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-            "--HistoryManager.hist_file=:memory:"]
+    return [
+        *limits.prlimit(),
+        "bwrap",
+        "--tmpfs",
+        "/tmp",
+        *_system_binds(),
+        *_python_binds(),
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--bind",
+        str(workdir),
+        str(workdir),
+        "--chdir",
+        str(workdir / "notebook"),
+        "--unshare-all",
+        "--uid",
+        str(NOBODY),
+        "--gid",
+        str(NOBODY),
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        *setenv,
+        sys.executable,
+        "-m",
+        "ipykernel_launcher",
+        "-f",
+        "{connection_file}",
+        "--HistoryManager.hist_file=:memory:",
+    ]
 
 
 def unsandboxed_argv(workdir: Path, limits: Limits) -> list[str]:
     """The kernel without a sandbox, only under ``prlimit`` (used only when explicitly allowed)."""
-    return [*limits.prlimit(), sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}",
-            "--HistoryManager.hist_file=:memory:"]
+    return [
+        *limits.prlimit(),
+        sys.executable,
+        "-m",
+        "ipykernel_launcher",
+        "-f",
+        "{connection_file}",
+        "--HistoryManager.hist_file=:memory:",
+    ]

@@ -1,4 +1,5 @@
 """``self_check``: the learner's progress on the visible tests of their own saved copy of a lab."""
+
 from __future__ import annotations
 
 import os
@@ -6,17 +7,18 @@ from pathlib import Path
 
 from ..variants import LEARNER_ENV, _learner, current_learner
 from .autograde import _cell_messages, _path_with_this_python, _quiet_stderr
+from .execute import HIDDEN_MARK
 from .notebooks import DEFAULT_TIMEOUT_S, _check_timeout, _nbgrader_meta, _quiet_nbformat, _read_notebook
 from .passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark, points_to_pass
-from .execute import HIDDEN_MARK
 from .reports import SelfCheckReport
 
 #: Set in the environment of the kernel a self-check starts, so the lab's own self-check cell does nothing there.
 SELF_CHECK_ENV = "GPUCOST_LAB_SELF_CHECK"
 
 
-def self_check(path: str | os.PathLike, timeout_s: int = DEFAULT_TIMEOUT_S,
-               learner: str | None = ...) -> SelfCheckReport | None:
+def self_check(
+    path: str | os.PathLike, timeout_s: int = DEFAULT_TIMEOUT_S, learner: str | None = ...
+) -> SelfCheckReport | None:
     """Run the saved notebook at ``path`` (the learner's copy: visible tests only) and report the points its
     test cells pass, against the pass mark. Call it from the lab's last cell after saving.
 
@@ -42,10 +44,19 @@ def self_check(path: str | os.PathLike, timeout_s: int = DEFAULT_TIMEOUT_S,
     for cell in nb.cells:
         if cell.get("cell_type") == "code":
             cell.outputs, cell.execution_count = [], None
-    client = NotebookClient(nb, timeout=timeout_s, interrupt_on_timeout=True, allow_errors=True,
-                            kernel_name="python3", resources={"metadata": {"path": str(notebook.resolve().parent)}},
-                            error_on_timeout={"ename": "CellTimeoutError", "evalue": "", "traceback": [
-                                "CellTimeoutError: No reply from kernel before timeout"]})
+    client = NotebookClient(
+        nb,
+        timeout=timeout_s,
+        interrupt_on_timeout=True,
+        allow_errors=True,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(notebook.resolve().parent)}},
+        error_on_timeout={
+            "ename": "CellTimeoutError",
+            "evalue": "",
+            "traceback": ["CellTimeoutError: No reply from kernel before timeout"],
+        },
+    )
     env = dict(os.environ, **{SELF_CHECK_ENV: "1", LEARNER_ENV: learner or ""})
     env["PATH"] = _path_with_this_python()
     with _quiet_nbformat(), _quiet_stderr():
@@ -67,13 +78,26 @@ def self_check(path: str | os.PathLike, timeout_s: int = DEFAULT_TIMEOUT_S,
         got = float(got or 0)
         passed += got
         if _points(got) < _points(points):
-            failed.append({"cell": meta["grade_id"], "points": got, "max_points": points,
-                           "message": messages.get(meta["grade_id"], "failed")})
+            failed.append(
+                {
+                    "cell": meta["grade_id"],
+                    "points": got,
+                    "max_points": points,
+                    "message": messages.get(meta["grade_id"], "failed"),
+                }
+            )
     total = visible + manual
-    report = SelfCheckReport(notebook=str(notebook), points_passed=round(passed, SCORE_DECIMALS),
-                             visible_points=round(visible, SCORE_DECIMALS), manual_points=round(manual, SCORE_DECIMALS),
-                             max_points=round(total, SCORE_DECIMALS), percent=_percent(passed, total),
-                             points_to_pass=points_to_pass(total), reaches_pass_mark=meets_pass_mark(passed, total),
-                             failed=tuple(failed), points_with_hidden_checks=round(hidden, SCORE_DECIMALS),
-                             learner=learner)
+    report = SelfCheckReport(
+        notebook=str(notebook),
+        points_passed=round(passed, SCORE_DECIMALS),
+        visible_points=round(visible, SCORE_DECIMALS),
+        manual_points=round(manual, SCORE_DECIMALS),
+        max_points=round(total, SCORE_DECIMALS),
+        percent=_percent(passed, total),
+        points_to_pass=points_to_pass(total),
+        reaches_pass_mark=meets_pass_mark(passed, total),
+        failed=tuple(failed),
+        points_with_hidden_checks=round(hidden, SCORE_DECIMALS),
+        learner=learner,
+    )
     return report

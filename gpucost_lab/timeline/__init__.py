@@ -25,17 +25,57 @@ Definitions:
   (earliest start, longest); a device event overlapping a host sync point belongs to it; device events left over
   are sync points of their own (overlapping ones on one stream merged). N ``.item()`` calls are N sync points.
 """
+
 from .allocations import allocations_by_phase
 from .diff import DIFF_VERDICTS, TraceDiff, diff
-from .load import EVENT_COLUMNS, EXAMPLE_TRACES, KINDS, BusyIdle, Trace, example_trace, load_trace
 from .idle import IDLE_CATEGORIES, idle_breakdown, idle_gaps
 from .kernels import KERNEL_TYPES, kernel_breakdown, kernel_type, kernels_by_name
+from .load import EVENT_COLUMNS, EXAMPLE_TRACES, KINDS, BusyIdle, Trace, example_trace, load_trace
 from .summary import COMPARE_COLUMNS, GAP_FLOOR_US, analyze, compare
-from .views import (annotations, busy_idle, gaps, memcpy_summary, memory_over_time, peak_memory_bytes, phases, steps,
-                    sync_points, top_ops)
+from .views import (
+    annotations,
+    busy_idle,
+    gaps,
+    memcpy_summary,
+    memory_over_time,
+    peak_memory_bytes,
+    phases,
+    steps,
+    sync_points,
+    top_ops,
+)
 
-__all__ = ["analyze", "annotations", "busy_idle", "BusyIdle", "compare", "COMPARE_COLUMNS", "EVENT_COLUMNS",
-           "example_trace", "EXAMPLE_TRACES", "GAP_FLOOR_US", "gaps", "KINDS", "load_trace",
-           "memcpy_summary", "memory_over_time", "peak_memory_bytes", "phases", "steps", "sync_points",
-           "top_ops", "Trace", "IDLE_CATEGORIES", "idle_breakdown", "idle_gaps", "KERNEL_TYPES", "kernel_breakdown",
-           "kernel_type", "kernels_by_name", "DIFF_VERDICTS", "TraceDiff", "diff", "allocations_by_phase"]
+__all__ = [
+    "analyze",
+    "annotations",
+    "busy_idle",
+    "BusyIdle",
+    "compare",
+    "COMPARE_COLUMNS",
+    "EVENT_COLUMNS",
+    "example_trace",
+    "EXAMPLE_TRACES",
+    "GAP_FLOOR_US",
+    "gaps",
+    "KINDS",
+    "load_trace",
+    "memcpy_summary",
+    "memory_over_time",
+    "peak_memory_bytes",
+    "phases",
+    "steps",
+    "sync_points",
+    "top_ops",
+    "Trace",
+    "IDLE_CATEGORIES",
+    "idle_breakdown",
+    "idle_gaps",
+    "KERNEL_TYPES",
+    "kernel_breakdown",
+    "kernel_type",
+    "kernels_by_name",
+    "DIFF_VERDICTS",
+    "TraceDiff",
+    "diff",
+    "allocations_by_phase",
+]

@@ -11,6 +11,7 @@ before it started are not in it. A CUDA trace counts the caching allocator's ``a
 its ``reserved`` bytes (blocks held from the device, in use or cached for reuse) are what ``nvidia-smi`` shows, and
 an out-of-memory error comes when a request fits neither the cached blocks nor the device.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,8 +30,10 @@ def allocations_by_phase(trace: Trace, device_type: int | None = 0) -> pd.DataFr
     ``[memory]`` event is 0 (nothing allocated since the profiler started)."""
     mem = _memory(trace, device_type, None, None)
     if mem.empty:
-        raise ValueError(f"{trace.path}: no [memory] events on device type {device_type}; profile with "
-                         "profile_memory=True (gpucost_lab.profiling.profile_window records them by default)")
+        raise ValueError(
+            f"{trace.path}: no [memory] events on device type {device_type}; profile with "
+            "profile_memory=True (gpucost_lab.profiling.profile_window records them by default)"
+        )
     origin = float(trace.events["ts_us"].min())
     ts = mem["ts_us"].to_numpy(dtype=float) - origin
     total = mem["total_allocated_bytes"].to_numpy(dtype=float)
@@ -42,7 +45,8 @@ def allocations_by_phase(trace: Trace, device_type: int | None = 0) -> pd.DataFr
     rows = []
     labels = annotations(trace)
     for name, start, duration in labels.loc[labels["depth"] == 0, ["name", "start_us", "duration_us"]].itertuples(
-            index=False):
+        index=False
+    ):
         end = start + duration
         inside = total[(ts >= start) & (ts <= end)]
         first, last = at(start), at(end)

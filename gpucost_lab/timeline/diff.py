@@ -30,6 +30,7 @@ or kernel absent from some steps, a step whose GPU never waited), "inconclusive"
 every sample of one side and above 0 in every sample of the other (a phase removed, a kernel added) is "better"
 (ratio 0) or "worse" (no finite ratio).
 """
+
 from __future__ import annotations
 
 import os
@@ -64,8 +65,12 @@ class Side:
         return len(self.traces) if len(self.traces) >= 2 else self.steps[0]
 
     def to_dict(self) -> dict:
-        return {"traces": list(self.traces), "steps": list(self.steps), "interval_across": self.interval_across,
-                "n": self.n}
+        return {
+            "traces": list(self.traces),
+            "steps": list(self.steps),
+            "interval_across": self.interval_across,
+            "n": self.n,
+        }
 
 
 @dataclass(frozen=True)
@@ -89,9 +94,18 @@ class DiffLine:
         return _LABELS[self.metric] if self.name is None else f"{self.metric} {self.name}"
 
     def to_dict(self) -> dict:
-        return {"metric": self.metric, "name": self.name, "before_ms": self.before_ms, "after_ms": self.after_ms,
-                "ratio": self.ratio, "ci95_low": self.ci95_low, "ci95_high": self.ci95_high, "verdict": self.verdict,
-                "reason": self.reason, "better_when": self.better_when}
+        return {
+            "metric": self.metric,
+            "name": self.name,
+            "before_ms": self.before_ms,
+            "after_ms": self.after_ms,
+            "ratio": self.ratio,
+            "ci95_low": self.ci95_low,
+            "ci95_high": self.ci95_high,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "better_when": self.better_when,
+        }
 
 
 @dataclass(frozen=True)
@@ -112,14 +126,20 @@ class TraceDiff:
         raise KeyError((metric, name))
 
     def to_dict(self) -> dict:
-        return {"device": self.device, "before": self.before.to_dict(), "after": self.after.to_dict(),
-                "max_width_factor": self.max_width_factor, "lines": [ln.to_dict() for ln in self.lines]}
+        return {
+            "device": self.device,
+            "before": self.before.to_dict(),
+            "after": self.after.to_dict(),
+            "max_width_factor": self.max_width_factor,
+            "lines": [ln.to_dict() for ln in self.lines],
+        }
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([ln.to_dict() for ln in self.lines])
 
     def text(self) -> str:
         """The diff as a table, one row per line, then the reason of each line without an interval."""
+
         def side(name: str, s: Side) -> str:
             files = ", ".join(f"{_printable(path)} ({_count(n, 'step')})" for path, n in zip(s.traces, s.steps))
             return f"{name:<6} {files}; interval across {_count(s.n, s.interval_across[:-1])}"
@@ -127,14 +147,19 @@ class TraceDiff:
         def num(x: float | None, fmt: str) -> str:
             return "-" if x is None else format(x, fmt)
 
-        rows = [side("before", self.before), side("after", self.after),
-                f"{self.device} traces; ms per step, ratio after / before with its 95% interval; lower is better "
-                "for every line",
-                f"  {'':<52} {'before':>10} {'after':>10} {'ratio':>7} {'95% CI':>17}  verdict"]
+        rows = [
+            side("before", self.before),
+            side("after", self.after),
+            f"{self.device} traces; ms per step, ratio after / before with its 95% interval; lower is better "
+            "for every line",
+            f"  {'':<52} {'before':>10} {'after':>10} {'ratio':>7} {'95% CI':>17}  verdict",
+        ]
         for ln in self.lines:
             ci = "-" if ln.ci95_low is None else f"{ln.ci95_low:.3f} to {ln.ci95_high:.3f}"
-            rows.append(f"  {_printable(ln.label)[:52]:<52} {ln.before_ms:10.3f} {ln.after_ms:10.3f} "
-                        f"{num(ln.ratio, '7.3f'):>7} {ci:>17}  {ln.verdict}")
+            rows.append(
+                f"  {_printable(ln.label)[:52]:<52} {ln.before_ms:10.3f} {ln.after_ms:10.3f} "
+                f"{num(ln.ratio, '7.3f'):>7} {ci:>17}  {ln.verdict}"
+            )
         notes = [ln for ln in self.lines if ln.ci95_low is None]
         if notes:
             rows.append("without an interval:")
@@ -148,13 +173,17 @@ def _count(n: int, noun: str) -> str:
 
 def _printable(text: str) -> str:
     """Control and other unprintable characters escaped (a name from a trace stays on its line)."""
-    return text if text.isprintable() else "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return (
+        text
+        if text.isprintable()
+        else "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    )
 
 
 # ----------------------------------------------------------------------------------------------- per-step figures
-def _in_windows(ts: np.ndarray, dur: np.ndarray, names: np.ndarray, starts: np.ndarray,
-                ends: np.ndarray) -> pd.DataFrame:
+def _in_windows(
+    ts: np.ndarray, dur: np.ndarray, names: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> pd.DataFrame:
     """Per step (rows) and name (columns): the microseconds of the events inside each step's window."""
     end = ts + dur
     columns = {}
@@ -209,9 +238,11 @@ def _per_step(trace: Trace) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """The trace's figures per step, in ms: (step_time/busy/idle table, {"phase": table, kind: table})."""
     table = steps(trace)
     if table.empty:
-        raise ValueError(f"{trace.path}: no ProfilerStep#N steps; diff compares time per step: profile a scheduled "
-                         "window (torch.profiler.schedule, or gpucost_lab.profiling.profile_window) so every step "
-                         "is marked")
+        raise ValueError(
+            f"{trace.path}: no ProfilerStep#N steps; diff compares time per step: profile a scheduled "
+            "window (torch.profiler.schedule, or gpucost_lab.profiling.profile_window) so every step "
+            "is marked"
+        )
     table = table.sort_values("start_us", kind="stable")  # in time order, whatever their numbers
     starts = table["start_us"].to_numpy(float)
     ends = starts + table["duration_us"].to_numpy(float)
@@ -221,8 +252,16 @@ def _per_step(trace: Trace) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     base = pd.DataFrame({"step_time": ends - starts, "busy": busy, "idle": hi - lo - busy}) / 1e3
     ev = trace.events
     phases = ev[(ev["kind"] == "annotation") & (ev["cat"] != "gpu_user_annotation")]
-    named = {"phase": _in_windows(phases["ts_us"].to_numpy(float), phases["dur_us"].to_numpy(float),
-                                  phases["name"].to_numpy(object), starts, ends) / 1e3}
+    named = {
+        "phase": _in_windows(
+            phases["ts_us"].to_numpy(float),
+            phases["dur_us"].to_numpy(float),
+            phases["name"].to_numpy(object),
+            starts,
+            ends,
+        )
+        / 1e3
+    }
     if cuda:  # a kernel belongs to the step that launched it: the GPU may run steps behind the host
         kernels = ev[ev["kind"] == "kernel"]
         step = _launch_steps(ev, kernels, starts, ends)
@@ -231,8 +270,12 @@ def _per_step(trace: Trace) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
         named["kernel"] = totals.unstack(fill_value=0.0).reindex(range(len(starts)), fill_value=0.0) / 1e3
     else:
         ops = ev[ev["kind"] == "cpu_op"]
-        named["cpu_op"] = _in_windows(ops["ts_us"].to_numpy(float), ops["dur_us"].to_numpy(float),
-                                      ops["name"].to_numpy(object), starts, ends) / 1e3
+        named["cpu_op"] = (
+            _in_windows(
+                ops["ts_us"].to_numpy(float), ops["dur_us"].to_numpy(float), ops["name"].to_numpy(object), starts, ends
+            )
+            / 1e3
+        )
     return base, named
 
 
@@ -247,33 +290,74 @@ def _samples(per_trace: list[pd.Series]) -> np.ndarray:
     return np.round(values, 6)
 
 
-def _line(metric: str, name: str | None, before: np.ndarray, after: np.ndarray, sides: tuple[Side, Side],
-          max_width_factor: float) -> DiffLine:
+def _line(
+    metric: str,
+    name: str | None,
+    before: np.ndarray,
+    after: np.ndarray,
+    sides: tuple[Side, Side],
+    max_width_factor: float,
+) -> DiffLine:
     subject = _LABELS[metric] if name is None else f"{metric} {name}"
     across = f"across {sides[0].interval_across} before, {sides[1].interval_across} after"
     if len(before) >= 2 and len(after) >= 2 and np.all(before > 0) and np.all(after > 0):
         b, a = Estimate.of(before), Estimate.of(after)
         verdict = RatioVerdict(ratio_interval(a, b), subject, "better", "worse", max_width_factor)
         low, high = verdict.interval.ci95_low, verdict.interval.ci95_high
-        return DiffLine(metric, name, b.geomean, a.geomean, verdict.ratio, low, high, verdict.verdict,
-                        f"{verdict.reason} (lower is better; {across})")
+        return DiffLine(
+            metric,
+            name,
+            b.geomean,
+            a.geomean,
+            verdict.ratio,
+            low,
+            high,
+            verdict.verdict,
+            f"{verdict.reason} (lower is better; {across})",
+        )
     b, a = float(np.mean(before)), float(np.mean(after))
     said = f"{subject}: mean per step {b:.3f} ms before, {a:.3f} ms after"
     if len(before) < 2 or len(after) < 2:
         which = " and ".join(w for w, x in (("before", before), ("after", after)) if len(x) < 2)
-        return DiffLine(metric, name, b, a, a / b if a > 0 and b > 0 else None, None, None, "inconclusive",
-                        f"{said}: {which} {'have' if ' and ' in which else 'has'} a single value (1 trace of 1 "
-                        "step), too little data for an interval")
+        return DiffLine(
+            metric,
+            name,
+            b,
+            a,
+            a / b if a > 0 and b > 0 else None,
+            None,
+            None,
+            "inconclusive",
+            f"{said}: {which} {'have' if ' and ' in which else 'has'} a single value (1 trace of 1 "
+            "step), too little data for an interval",
+        )
     gone, new = np.all(after == 0) and np.all(before > 0), np.all(before == 0) and np.all(after > 0)
     if gone or new:  # an exact 0 over (or under) a positive estimate: the ratio is 0 (infinite) for any value of it
         word, which = ("better", "after") if gone else ("worse", "before")
-        return DiffLine(metric, name, b, a, 0.0 if gone else None, 0.0 if gone else None, 0.0 if gone else None,
-                        word, f"{said}: 0 ms {which} in every sample and above 0 in every other one: {word} "
-                              f"(lower is better; {across})")
+        return DiffLine(
+            metric,
+            name,
+            b,
+            a,
+            0.0 if gone else None,
+            0.0 if gone else None,
+            0.0 if gone else None,
+            word,
+            f"{said}: 0 ms {which} in every sample and above 0 in every other one: {word} (lower is better; {across})",
+        )
     zero = " and ".join(w for w, x in (("before", before), ("after", after)) if not np.all(x > 0))
-    return DiffLine(metric, name, b, a, a / b if a > 0 and b > 0 else None, None, None, "inconclusive",
-                    f"{said}: {zero} {'have' if ' and ' in zero else 'has'} 0 ms samples, which the log scale cannot "
-                    f"hold, so no 95% interval")
+    return DiffLine(
+        metric,
+        name,
+        b,
+        a,
+        a / b if a > 0 and b > 0 else None,
+        None,
+        None,
+        "inconclusive",
+        f"{said}: {zero} {'have' if ' and ' in zero else 'has'} 0 ms samples, which the log scale cannot "
+        f"hold, so no 95% interval",
+    )
 
 
 def _side(name: str, value) -> list:
@@ -305,24 +389,35 @@ def diff(before, after, *, top: int = 5, max_width_factor: float = MAX_WIDTH_FAC
     device = loaded["before"][0].device
     for trace in loaded["before"] + loaded["after"]:
         if trace.device != device:
-            raise ValueError(f"{trace.path}: a {trace.device} trace, but {loaded['before'][0].path} is a {device} "
-                             "trace; diff compares traces of one kind")
+            raise ValueError(
+                f"{trace.path}: a {trace.device} trace, but {loaded['before'][0].path} is a {device} "
+                "trace; diff compares traces of one kind"
+            )
     figures = {which: [_per_step(t) for t in traces] for which, traces in loaded.items()}
-    sides = tuple(Side(tuple(t.path for t in loaded[w]), tuple(len(f[0]) for f in figures[w]))
-                  for w in ("before", "after"))
-    lines = [_line(metric, None, _samples([f[0][metric] for f in figures["before"]]),
-                   _samples([f[0][metric] for f in figures["after"]]), sides, max_width_factor)
-             for metric in ("step_time", "busy", "idle")]
+    sides = tuple(
+        Side(tuple(t.path for t in loaded[w]), tuple(len(f[0]) for f in figures[w])) for w in ("before", "after")
+    )
+    lines = [
+        _line(
+            metric,
+            None,
+            _samples([f[0][metric] for f in figures["before"]]),
+            _samples([f[0][metric] for f in figures["after"]]),
+            sides,
+            max_width_factor,
+        )
+        for metric in ("step_time", "busy", "idle")
+    ]
     kind = "kernel" if device == "cuda" else "cpu_op"
     for key in ("phase", kind):
         per = {w: [f[1][key] for f in figures[w]] for w in ("before", "after")}
         names = set().union(*(t.columns for tables in per.values() for t in tables))
-        mean = {n: sum(float(np.mean(_samples([t.get(n, _zeros(t)) for t in per[w]]))) for w in per)
-                for n in names}
+        mean = {n: sum(float(np.mean(_samples([t.get(n, _zeros(t)) for t in per[w]]))) for w in per) for n in names}
         ranked = sorted(names, key=lambda n: (-mean[n], n))
         for n in ranked if key == "phase" else ranked[:top]:
-            lines.append(_line(key, n, *(_samples([t.get(n, _zeros(t)) for t in per[w]]) for w in per),
-                               sides, max_width_factor))
+            lines.append(
+                _line(key, n, *(_samples([t.get(n, _zeros(t)) for t in per[w]]) for w in per), sides, max_width_factor)
+            )
     return TraceDiff(device, sides[0], sides[1], tuple(lines), max_width_factor)
 
 

@@ -9,6 +9,7 @@ document's other keys) go through ijson's parser, which checks that they are wel
 each top-level array: ``traceEvents`` may come anywhere in the document, or the document may be a bare array of
 events (Chrome's "JSON array" format).
 """
+
 from __future__ import annotations
 
 import re
@@ -54,11 +55,11 @@ def segments(raw, path, max_depth: int = MAX_DEPTH):
                 continue
             if top == b"[":
                 top = b"[done"  # an array document holds one events array
-            at, first, buf = start[1], True, buf[start[0] + 1:]
+            at, first, buf = start[1], True, buf[start[0] + 1 :]
         cut = _fast_cut(buf, at, first, path, max_depth)  # cheap: after the last "}" that ends an event
         if cut is not None:
             yield cut[1]
-            buf, first, size = buf[cut[0]:], False, BLOCK
+            buf, first, size = buf[cut[0] :], False, BLOCK
             continue
         depths, inside, _ = structure(buf, path, at, False, False, max_depth)  # exact, every byte
         closes = np.flatnonzero(depths < at)
@@ -69,7 +70,7 @@ def segments(raw, path, max_depth: int = MAX_DEPTH):
             body = _body(buf, first, end)
             if body is not None:
                 yield body
-            buf, at, state, size = buf[end + 1:], None, (at - 1, False, False), BLOCK
+            buf, at, state, size = buf[end + 1 :], None, (at - 1, False, False), BLOCK
             continue
         commas = np.flatnonzero((np.frombuffer(buf, np.uint8) == 44) & (depths == at) & ~inside)
         if len(commas) and int(commas[-1]) > _SPACE.match(buf).end():

@@ -21,6 +21,7 @@ With two or more ``ProfilerStep#N`` the work launched after the last step began 
 This is per stream: idle time of one stream may be busy time of another, so the streams' idle times do not add up
 to the GPU's idle time of ``busy_idle``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -63,15 +64,27 @@ def _gaps(trace: Trace, delay_us: float, include_last_step: bool, start_us, end_
         host = launch > prev_end  # NaN (no launch in the trace) compares False
     category = np.where(host, "host_wait", np.where(gap < delay_us, "kernel_wait", "other"))
     prev_name = np.r_[[None], names[:-1]] if len(names) else names
-    gaps = pd.DataFrame({"stream": stream[has_prev], "start_us": prev_end[has_prev], "duration_us": gap[has_prev],
-                         "idle_category": category[has_prev].astype(object), "before": prev_name[has_prev],
-                         "after": names[has_prev]})
+    gaps = pd.DataFrame(
+        {
+            "stream": stream[has_prev],
+            "start_us": prev_end[has_prev],
+            "duration_us": gap[has_prev],
+            "idle_category": category[has_prev].astype(object),
+            "before": prev_name[has_prev],
+            "after": names[has_prev],
+        }
+    )
     return gaps, sorted(int(s) for s in np.unique(stream))
 
 
-def idle_gaps(trace: Trace, *, consecutive_kernel_delay_us: float = CONSECUTIVE_KERNEL_DELAY_US,
-              include_last_step: bool = False, start_us: float | None = None,
-              end_us: float | None = None) -> pd.DataFrame:
+def idle_gaps(
+    trace: Trace,
+    *,
+    consecutive_kernel_delay_us: float = CONSECUTIVE_KERNEL_DELAY_US,
+    include_last_step: bool = False,
+    start_us: float | None = None,
+    end_us: float | None = None,
+) -> pd.DataFrame:
     """Every gap between consecutive GPU operations on a stream, categorized (module doc):
     ``stream, start_us, duration_us, idle_category, before, after`` (``start_us``: where the gap begins, the end
     of the operation before it; ``before``/``after``: the operations either side), in stream then time order.
@@ -79,9 +92,14 @@ def idle_gaps(trace: Trace, *, consecutive_kernel_delay_us: float = CONSECUTIVE_
     return _gaps(trace, consecutive_kernel_delay_us, include_last_step, start_us, end_us)[0]
 
 
-def idle_breakdown(trace: Trace, *, consecutive_kernel_delay_us: float = CONSECUTIVE_KERNEL_DELAY_US,
-                   include_last_step: bool = False, start_us: float | None = None,
-                   end_us: float | None = None) -> pd.DataFrame:
+def idle_breakdown(
+    trace: Trace,
+    *,
+    consecutive_kernel_delay_us: float = CONSECUTIVE_KERNEL_DELAY_US,
+    include_last_step: bool = False,
+    start_us: float | None = None,
+    end_us: float | None = None,
+) -> pd.DataFrame:
     """Idle time of each CUDA stream by cause (module doc), one row per stream and category:
 
     - ``stream``: the CUDA stream id; every stream with a GPU operation gets all three rows, streams ascending;
@@ -95,13 +113,15 @@ def idle_breakdown(trace: Trace, *, consecutive_kernel_delay_us: float = CONSECU
     """
     gaps, streams = _gaps(trace, consecutive_kernel_delay_us, include_last_step, start_us, end_us)
     if not streams:
-        return pd.DataFrame({c: pd.Series(dtype=t) for c, t in
-                             zip(IDLE_COLUMNS, ["int64", object, float, float, "int64"])})
+        return pd.DataFrame(
+            {c: pd.Series(dtype=t) for c, t in zip(IDLE_COLUMNS, ["int64", object, float, float, "int64"])}
+        )
     table = gaps.groupby(["stream", "idle_category"])["duration_us"].agg(["sum", "size"])
     index = pd.MultiIndex.from_product([streams, list(IDLE_CATEGORIES)], names=["stream", "idle_category"])
     table = table.reindex(index, fill_value=0)
     total = table["sum"].groupby(level="stream").transform("sum")
     share = (table["sum"] / total.where(total != 0)).fillna(0.0)
-    out = pd.DataFrame({"idle_us": table["sum"].astype(float), "share": share.astype(float),
-                        "count": table["size"].astype("int64")}).reset_index()
+    out = pd.DataFrame(
+        {"idle_us": table["sum"].astype(float), "share": share.astype(float), "count": table["size"].astype("int64")}
+    ).reset_index()
     return out.astype({"stream": "int64", "idle_category": object})[IDLE_COLUMNS]

@@ -21,6 +21,7 @@ Both apply the last-step rule of ``busy_idle`` (two or more ``ProfilerStep#N``: 
 began is left out; ``include_last_step=True`` keeps it). Unlike HTA they count only kernels, memcpys and memsets: HTA
 takes every event that carries a stream, so a ``gpu_user_annotation`` with a stream would count as computation.
 """
+
 from __future__ import annotations
 
 import re
@@ -37,7 +38,8 @@ _COMMUNICATION = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
 _MEMORY = re.compile(r"(^(hip)?Memcpy)|(^(hip)?Memset)|(^dma)")
 _NOT_COMPUTATION = re.compile(
     r"(^nccl)|(.*Memcpy)|(.*Memset)|(.*dma)|(^.*Sync)|(^Stream Wait Event)|(cuda.*LaunchKernel)|(^runFunction)"
-    r"|(^hip)|(^job_exe)|(^packet)|(^pe_exe)|(^cpum_exe_subgraph)|(^hccl)|(^collective_subgraph_execution)")
+    r"|(^hip)|(^job_exe)|(^packet)|(^pe_exe)|(^cpum_exe_subgraph)|(^hccl)|(^collective_subgraph_execution)"
+)
 BY_TYPE_COLUMNS = ["kernel_type", "total_us", "share"]
 BY_NAME_COLUMNS = ["name", "kernel_type", "count", "total_us", "share"]
 
@@ -67,8 +69,9 @@ def _overlap_label(mask: int) -> str:
     return " overlapping ".join(t for bit, t in enumerate(KERNEL_TYPES) if mask >> bit & 1)
 
 
-def kernel_breakdown(trace: Trace, *, include_last_step: bool = False, start_us: float | None = None,
-                     end_us: float | None = None) -> pd.DataFrame:
+def kernel_breakdown(
+    trace: Trace, *, include_last_step: bool = False, start_us: float | None = None, end_us: float | None = None
+) -> pd.DataFrame:
     """GPU time by the set of kernel types running (module doc), largest first:
 
     - ``kernel_type``: ``"computation"``, ``"communication"``, ``"memory"``, or an overlap such as
@@ -87,22 +90,34 @@ def kernel_breakdown(trace: Trace, *, include_last_step: bool = False, start_us:
             times += [starts, ends]
             steps += [np.full(len(starts), 1 << bit), np.full(len(ends), -(1 << bit))]
     if not times:
-        return pd.DataFrame({"kernel_type": pd.Series(dtype=object), "total_us": pd.Series(dtype=float),
-                             "share": pd.Series(dtype=float)})
+        return pd.DataFrame(
+            {
+                "kernel_type": pd.Series(dtype=object),
+                "total_us": pd.Series(dtype=float),
+                "share": pd.Series(dtype=float),
+            }
+        )
     t, step = np.concatenate(times), np.concatenate(steps)
     order = np.argsort(t, kind="stable")
     t, mask = t[order], np.cumsum(step[order])
     piece = np.diff(t)  # the time from each boundary to the next runs with the mask set at the boundary
     table = pd.Series(piece, index=mask[:-1]).groupby(level=0).sum()
     table = table[(table.index > 0) & (table > 0)]
-    out = pd.DataFrame({"kernel_type": [_overlap_label(int(m)) for m in table.index],
-                        "total_us": table.to_numpy(float)})
+    out = pd.DataFrame(
+        {"kernel_type": [_overlap_label(int(m)) for m in table.index], "total_us": table.to_numpy(float)}
+    )
     out["share"] = out["total_us"] / out["total_us"].sum()
     return out.sort_values(["total_us", "kernel_type"], ascending=[False, True], ignore_index=True)[BY_TYPE_COLUMNS]
 
 
-def kernels_by_name(trace: Trace, n: int | None = None, *, include_last_step: bool = False,
-                    start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
+def kernels_by_name(
+    trace: Trace,
+    n: int | None = None,
+    *,
+    include_last_step: bool = False,
+    start_us: float | None = None,
+    end_us: float | None = None,
+) -> pd.DataFrame:
     """Kernels, memcpys and memsets grouped by full name, largest total first (the ``n`` largest when given):
 
     - ``name``: the full name as in the trace; ``kernel_type``: :func:`kernel_type` of it;
@@ -113,11 +128,13 @@ def kernels_by_name(trace: Trace, n: int | None = None, *, include_last_step: bo
     if n is not None:
         integer_at_least("n", n, 1)
     work = _work(trace, include_last_step, start_us, end_us)
-    table = work.groupby("name").agg(kernel_type=("kernel_type", "first"), count=("dur_us", "size"),
-                                     total_us=("dur_us", "sum")).reset_index()
+    table = (
+        work.groupby("name")
+        .agg(kernel_type=("kernel_type", "first"), count=("dur_us", "size"), total_us=("dur_us", "sum"))
+        .reset_index()
+    )
     total = table["total_us"].sum()
     table = table.assign(share=table["total_us"] / total if total > 0 else 0.0)
-    table = table.astype({"name": object, "kernel_type": object, "count": "int64", "total_us": float,
-                          "share": float})
+    table = table.astype({"name": object, "kernel_type": object, "count": "int64", "total_us": float, "share": float})
     table = table.sort_values(["total_us", "name"], ascending=[False, True], ignore_index=True)
     return (table if n is None else table.head(n))[BY_NAME_COLUMNS]

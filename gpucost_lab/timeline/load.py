@@ -10,6 +10,7 @@ orjson 6.10 s and 2.3 GB, msgspec untyped 7.27 s and 1.6 GB, the stdlib 7.54 s a
 field, no streaming). The whole load is 1.76 s and 242 MB, against 6.6-7.0 s and 510 MB for the ijson
 event-at-a-time loop it replaced on the same machine (benchmarks/RESULTS.md, "Trace loading").
 """
+
 from __future__ import annotations
 
 import gzip
@@ -28,11 +29,29 @@ from ..trace_input import MAX_EVENTS, TraceRefused, no_usable_events
 from .framing import MalformedTrace
 from .reader import _MISSING, INTS, KINDS, read_events
 
-EVENT_COLUMNS = ["name", "kind", "cat", "pid", "tid", "lane", "ts_us", "dur_us", "stream", "correlation", "bytes",
-                 "total_allocated_bytes", "device_type"]
+EVENT_COLUMNS = [
+    "name",
+    "kind",
+    "cat",
+    "pid",
+    "tid",
+    "lane",
+    "ts_us",
+    "dur_us",
+    "stream",
+    "correlation",
+    "bytes",
+    "total_allocated_bytes",
+    "device_type",
+]
 _GPU_WORK = ["kernel", "memcpy", "memset"]
-_HOST_SYNC = ["cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "aten::item",
-              "aten::_local_scalar_dense"]
+_HOST_SYNC = [
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "aten::item",
+    "aten::_local_scalar_dense",
+]
 _DIRECTIONS = ["HtoD", "DtoH", "DtoD", "HtoH", "PtoP"]
 _MALFORMED = (ijson.JSONError, MalformedTrace, EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError)
 
@@ -83,13 +102,16 @@ def _open(path: Path):
     return gzip.open(path, "rb") if gzipped else open(path, "rb")
 
 
-def _read_columns(path: Path, lo: float, hi: float, progress: bool = False,
-                  max_events: int = MAX_EVENTS) -> tuple[dict, dict, tuple[float, float], dict]:
+def _read_columns(
+    path: Path, lo: float, hi: float, progress: bool = False, max_events: int = MAX_EVENTS
+) -> tuple[dict, dict, tuple[float, float], dict]:
     """The events overlapping [lo, hi] as numpy columns (:func:`~gpucost_lab.timeline.reader.read_events`)."""
     from tqdm.auto import tqdm
 
-    with tqdm(desc=f"reading {path.name}", unit=" events", unit_scale=True, disable=not progress) as bar, \
-            _open(path) as raw:
+    with (
+        tqdm(desc=f"reading {path.name}", unit=" events", unit_scale=True, disable=not progress) as bar,
+        _open(path) as raw,
+    ):
         return read_events(raw, path, lo, hi, max_events, bar)
 
 
@@ -122,12 +144,20 @@ def _clip(events: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
 
 
 def _no_events_in_window(path, start_us, end_us, span: tuple[float, float]) -> ValueError:
-    return ValueError(f"{path}: no events in the window start_us={start_us}, end_us={end_us} "
-                      f"(the trace's events run from {span[0]:.3f} to {span[1]:.3f} us)")
+    return ValueError(
+        f"{path}: no events in the window start_us={start_us}, end_us={end_us} "
+        f"(the trace's events run from {span[0]:.3f} to {span[1]:.3f} us)"
+    )
 
 
-def load_trace(path, *, start_us: float | None = None, end_us: float | None = None, progress: bool = False,
-               max_events: int = MAX_EVENTS) -> Trace:
+def load_trace(
+    path,
+    *,
+    start_us: float | None = None,
+    end_us: float | None = None,
+    progress: bool = False,
+    max_events: int = MAX_EVENTS,
+) -> Trace:
     """Load a Kineto/Chrome trace (``.json`` or gzip, by content) into a :class:`Trace`.
 
     ``progress=True`` shows a progress bar (events read) in a terminal or notebook, for large traces.

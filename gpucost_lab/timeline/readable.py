@@ -1,10 +1,12 @@
 """Any table of the timeline views, made readable for a chapter: ``readable(table, trace)``.
 
-Times become text in a unit chosen by magnitude, shares percentages (:func:`~gpucost_lab.timeline.text.format_duration`), absolute
+Times become text in a unit chosen by magnitude, shares percentages
+(:func:`~gpucost_lab.timeline.text.format_duration`), absolute
 clock values become offsets from the trace's first event, and kernel and operator names lose their template and
 function arguments (:func:`~gpucost_lab.timeline.text.short_name`). The original table, with full names and raw
 microseconds, is left as it was: compute from it, read this.
 """
+
 from __future__ import annotations
 
 import pandas as pd

@@ -18,6 +18,7 @@ event at once (1.3-2.3 GB for 264 MB of JSON). One difference from ijson: a numb
 beyond 64 bits, in a field that is not read no longer makes the file unreadable (msgspec skips it unread; JSON
 allows it). Invalid UTF-8 anywhere still does.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,10 +35,22 @@ from ..trace_input import event_integers, event_times, too_many_events
 from .framing import _IJSON, segments
 
 KINDS = ("kernel", "memcpy", "memset", "sync", "runtime", "cpu_op", "annotation", "step", "python", "memory", "other")
-_KIND_BY_CAT = {"kernel": "kernel", "gpu_memcpy": "memcpy", "memcpy": "memcpy", "gpu_memset": "memset",
-                "memset": "memset", "cuda_sync": "sync", "cuda_runtime": "runtime", "cuda_driver": "runtime",
-                "runtime": "runtime", "cpu_op": "cpu_op", "operator": "cpu_op", "user_annotation": "annotation",
-                "gpu_user_annotation": "annotation", "python_function": "python"}
+_KIND_BY_CAT = {
+    "kernel": "kernel",
+    "gpu_memcpy": "memcpy",
+    "memcpy": "memcpy",
+    "gpu_memset": "memset",
+    "memset": "memset",
+    "cuda_sync": "sync",
+    "cuda_runtime": "runtime",
+    "cuda_driver": "runtime",
+    "runtime": "runtime",
+    "cpu_op": "cpu_op",
+    "operator": "cpu_op",
+    "user_annotation": "annotation",
+    "gpu_user_annotation": "annotation",
+    "python_function": "python",
+}
 _K = {k: i for i, k in enumerate(KINDS)}
 _GPU_KINDS = frozenset({"kernel", "memcpy", "memset", "sync"})
 _MISSING = -(2**63)  # int64 sentinel for "argument absent"; becomes <NA>
@@ -61,8 +74,35 @@ class _Args(msgspec.Struct, gc=False, frozen=True):
 
 _NO_ARGS = _Args()
 # Every phase of the Trace Event Format: decoded as shared objects, which is cheaper than a new str per event.
-_Phase = Literal["B", "E", "X", "i", "I", "C", "b", "n", "e", "S", "T", "p", "F", "s", "t", "f", "P", "N", "O", "D",
-                 "M", "V", "v", "R", "c", "(", ")"]
+_Phase = Literal[
+    "B",
+    "E",
+    "X",
+    "i",
+    "I",
+    "C",
+    "b",
+    "n",
+    "e",
+    "S",
+    "T",
+    "p",
+    "F",
+    "s",
+    "t",
+    "f",
+    "P",
+    "N",
+    "O",
+    "D",
+    "M",
+    "V",
+    "v",
+    "R",
+    "c",
+    "(",
+    ")",
+]
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -127,8 +167,16 @@ class _Sorts(dict):
             if kind == "annotation" and name_text.startswith("ProfilerStep#"):
                 kind = "step"
             codes = self._codes
-            row = (keep, _K[kind], _MISSING if stream is None else stream, codes["name"][name], codes["cat"][cat],
-                   codes["pid"][pid], codes["tid"][tid], codes["lane"][_lane(kind, cat_text, stream, str(tid))])
+            row = (
+                keep,
+                _K[kind],
+                _MISSING if stream is None else stream,
+                codes["name"][name],
+                codes["cat"][cat],
+                codes["pid"][pid],
+                codes["tid"][tid],
+                codes["lane"][_lane(kind, cat_text, stream, str(tid))],
+            )
         code = self[key] = self._rows + len(self._new)
         self._new.append(row)
         return code
@@ -137,10 +185,11 @@ class _Sorts(dict):
         if self._new:  # the table grows by doubling: a trace of ever new names costs no quadratic copying
             rows = self._rows + len(self._new)
             if rows > len(self._table):
-                self._table = np.concatenate([self._table, np.zeros((max(rows, 2 * len(self._table)) -
-                                                                      len(self._table), 8), np.int64)])
-            self._table[self._rows:rows], self._rows, self._new = self._new, rows, []
-        return self._table[:self._rows]
+                self._table = np.concatenate(
+                    [self._table, np.zeros((max(rows, 2 * len(self._table)) - len(self._table), 8), np.int64)]
+                )
+            self._table[self._rows : rows], self._rows, self._new = self._new, rows, []
+        return self._table[: self._rows]
 
 
 def _ints(events, get, n: int) -> np.ndarray:
@@ -191,16 +240,22 @@ def _fast_columns(segment: bytes, lo: float, hi: float, sorts: _Sorts) -> tuple[
     if not len(rows):
         return n, None, skipped, span
     table = sorts.table()[sort[rows]]
-    cols = {"ts": ts[rows], "dur": dur[rows], "kind": table[:, 1].astype(np.int8), "stream": table[:, 2].copy(),
-            "correlation": _ints(events, _CORRELATION, n)[rows]}
+    cols = {
+        "ts": ts[rows],
+        "dur": dur[rows],
+        "kind": table[:, 1].astype(np.int8),
+        "stream": table[:, 2].copy(),
+        "correlation": _ints(events, _CORRELATION, n)[rows],
+    }
     for i, key in enumerate(TEXTS, 3):
         cols[key] = table[:, i].astype(np.int32)
     for key in ("bytes", "total_allocated_bytes", "device_type"):
         cols[key] = np.full(len(rows), _MISSING, np.int64)
     kind = cols["kind"]
-    for at, fields in (((kind == _K["memcpy"]) | (kind == _K["memset"]), (("bytes", "bytes"),)),
-                       (kind == _K["memory"], (("bytes", "Bytes"), ("total_allocated_bytes", "total"),
-                                               ("device_type", "device")))):
+    for at, fields in (
+        ((kind == _K["memcpy"]) | (kind == _K["memset"]), (("bytes", "bytes"),)),
+        (kind == _K["memory"], (("bytes", "Bytes"), ("total_allocated_bytes", "total"), ("device_type", "device"))),
+    ):
         at = np.flatnonzero(at)
         if len(at):
             args = [events[j].args for j in rows[at].tolist()]
@@ -241,14 +296,28 @@ def _exact_columns(segment: bytes, lo: float, hi: float, codes: dict) -> tuple[i
             skipped[integers] += 1
             continue
         tid = str(ev.get("tid"))
-        rows.append((t, d, _K[kind], *(_MISSING if v is None else v for v in integers), name, cat,
-                     str(ev.get("pid")), tid, _lane(kind, cat, integers[0], tid)))
+        rows.append(
+            (
+                t,
+                d,
+                _K[kind],
+                *(_MISSING if v is None else v for v in integers),
+                name,
+                cat,
+                str(ev.get("pid")),
+                tid,
+                _lane(kind, cat, integers[0], tid),
+            )
+        )
     span = (seen_lo, seen_hi) if seen_lo <= seen_hi else None
     if not rows:
         return n, None, skipped, span
     columns = list(zip(*rows))
-    cols = {"ts": np.array(columns[0], np.float64), "dur": np.array(columns[1], np.float64),
-            "kind": np.array(columns[2], np.int8)}
+    cols = {
+        "ts": np.array(columns[0], np.float64),
+        "dur": np.array(columns[1], np.float64),
+        "kind": np.array(columns[2], np.int8),
+    }
     for key, values in zip(INTS, columns[3:8]):
         cols[key] = np.array(values, np.int64)
     for key, values in zip(TEXTS, columns[8:]):
@@ -256,8 +325,13 @@ def _exact_columns(segment: bytes, lo: float, hi: float, codes: dict) -> tuple[i
     return n, cols, skipped, span
 
 
-_DTYPES = {"ts": np.float64, "dur": np.float64, "kind": np.int8, **dict.fromkeys(INTS, np.int64),
-           **dict.fromkeys(TEXTS, np.int32)}
+_DTYPES = {
+    "ts": np.float64,
+    "dur": np.float64,
+    "kind": np.int8,
+    **dict.fromkeys(INTS, np.int64),
+    **dict.fromkeys(TEXTS, np.int32),
+}
 
 
 def read_events(raw, path, lo: float, hi: float, max_events: int, bar) -> tuple[dict, dict, tuple, Counter]:

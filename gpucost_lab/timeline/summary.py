@@ -1,4 +1,5 @@
 """Every view at once (``analyze``, behind the CLI's ``--json``) and traces side by side (``compare``)."""
+
 from __future__ import annotations
 
 import math
@@ -10,8 +11,20 @@ from .._validate import integer_at_least
 from .idle import idle_breakdown
 from .kernels import kernel_breakdown, kernels_by_name
 from .load import Trace, load_trace
-from .views import (_busy_basis, _measure, _select, _widest, busy_idle, gaps, memcpy_summary, peak_memory_bytes, phases,
-                    steps, sync_points, top_ops)
+from .views import (
+    _busy_basis,
+    _measure,
+    _select,
+    _widest,
+    busy_idle,
+    gaps,
+    memcpy_summary,
+    peak_memory_bytes,
+    phases,
+    steps,
+    sync_points,
+    top_ops,
+)
 
 
 def _plain(value):
@@ -25,9 +38,15 @@ def _plain(value):
 
 def _ms_records(table: pd.DataFrame, origin_us: float, relative: str = "") -> list[dict]:
     """Rows as plain dicts, each ``*_us`` column as ``*_ms`` (the ``relative`` one measured from ``origin_us``)."""
-    return [{(k[:-3] + "_ms" if k.endswith("_us") else k):
-             _plain((v - origin_us if k == relative else v) / 1e3 if k.endswith("_us") else v)
-             for k, v in row.items()} for row in table.to_dict("records")]
+    return [
+        {
+            (k[:-3] + "_ms" if k.endswith("_us") else k): _plain(
+                (v - origin_us if k == relative else v) / 1e3 if k.endswith("_us") else v
+            )
+            for k, v in row.items()
+        }
+        for row in table.to_dict("records")
+    ]
 
 
 GAP_FLOOR_US = 1.0  # analyze() lists gaps of at least the trace clock's 1 us resolution
@@ -52,8 +71,12 @@ def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_
     basis = _busy_basis(trace, start_us, end_us, include_last_step=False, required=False)
     if basis is not None:
         b, table = _measure(basis)
-        result.update(span_ms=b.span_us / 1e3, busy_ms=b.busy_us / 1e3, idle_ms=b.idle_us / 1e3,
-                      gaps=_ms_records(_widest(table, top, min_us=GAP_FLOOR_US), origin_us, relative="start_us"))
+        result.update(
+            span_ms=b.span_us / 1e3,
+            busy_ms=b.busy_us / 1e3,
+            idle_ms=b.idle_us / 1e3,
+            gaps=_ms_records(_widest(table, top, min_us=GAP_FLOOR_US), origin_us, relative="start_us"),
+        )
     points = sync_points(trace, **window)[["name", "ts_us", "duration_us"]]
     result.update(
         sync_points=_ms_records(points, origin_us, relative="ts_us"),
@@ -61,15 +84,27 @@ def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_
         top_ops=_ms_records(top_ops(trace, top, **window), origin_us),
         peak_memory_bytes=_plain(peak_memory_bytes(trace, **window)),
         phases={p["name"]: p["total_ms"] for p in _ms_records(phases(trace, **window), origin_us)},
-        steps=len(steps(trace, **window)), skipped_events=dict(trace.skipped),
+        steps=len(steps(trace, **window)),
+        skipped_events=dict(trace.skipped),
         idle_breakdown=_ms_records(idle_breakdown(trace, **window), origin_us),
-        kernels={"by_type": _ms_records(kernel_breakdown(trace, **window), origin_us),
-                 "by_name": _ms_records(kernels_by_name(trace, top, **window), origin_us)})
+        kernels={
+            "by_type": _ms_records(kernel_breakdown(trace, **window), origin_us),
+            "by_name": _ms_records(kernels_by_name(trace, top, **window), origin_us),
+        },
+    )
     return result
 
 
-COMPARE_COLUMNS = ["span_ms", "busy_ms", "idle_ms", "busy_share", "widest_gap_ms", "gaps_over_1ms", "sync_points",
-                   "steps"]
+COMPARE_COLUMNS = [
+    "span_ms",
+    "busy_ms",
+    "idle_ms",
+    "busy_share",
+    "widest_gap_ms",
+    "gaps_over_1ms",
+    "sync_points",
+    "steps",
+]
 
 
 def compare(traces: dict) -> pd.DataFrame:
@@ -78,7 +113,14 @@ def compare(traces: dict) -> pd.DataFrame:
     for label, trace in traces.items():
         b = busy_idle(trace)
         g = gaps(trace, min_us=GAP_FLOOR_US)
-        rows[label] = [b.span_us / 1e3, b.busy_us / 1e3, b.idle_us / 1e3, b.busy_us / b.span_us if b.span_us else 0.0,
-                       float(g["duration_us"].max()) / 1e3 if len(g) else 0.0, int((g["duration_us"] >= 1e3).sum()),
-                       len(sync_points(trace)), len(steps(trace))]
+        rows[label] = [
+            b.span_us / 1e3,
+            b.busy_us / 1e3,
+            b.idle_us / 1e3,
+            b.busy_us / b.span_us if b.span_us else 0.0,
+            float(g["duration_us"].max()) / 1e3 if len(g) else 0.0,
+            int((g["duration_us"] >= 1e3).sum()),
+            len(sync_points(trace)),
+            len(steps(trace)),
+        ]
     return pd.DataFrame.from_dict(rows, orient="index", columns=COMPARE_COLUMNS)

@@ -7,6 +7,7 @@
 - :func:`format_duration`: microseconds as ``µs``, ``ms`` or ``s`` by magnitude, never finer than the trace clock's
   1 µs resolution: ``0 µs``, ``<1 µs``, ``17 µs``, ``1.234 ms``, ``12.920 s``.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,11 @@ _KEPT_GROUPS = ("(anonymous namespace)",)
 def printable(value: object) -> str:
     """``value`` as text safe to print on one line: control and other unprintable characters escaped."""
     text = str(value)
-    return text if text.isprintable() else "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return (
+        text
+        if text.isprintable()
+        else "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    )
 
 
 def _elide(name: str) -> str:
@@ -50,7 +54,7 @@ def _elide(name: str) -> str:
             if not stack or stack.pop() != c:
                 return name
             if not stack:
-                inner = name[start + 1:i]
+                inner = name[start + 1 : i]
                 out.append((inner if start == 0 or inner.isdigit() or not inner else "…") + c)
         elif not stack:
             out.append(c)
@@ -63,9 +67,9 @@ def short_name(name: object, width: int = NAME_WIDTH) -> str:
     text = str(name)
     if not _KEEP.match(text):
         text = _elide(text)
-        text = text[len("void "):] if text.startswith("void ") else text
+        text = text[len("void ") :] if text.startswith("void ") else text
     text = printable(text.strip())
-    return text if len(text) <= width else text[:width - 1] + "…"
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def format_duration(us: float | None) -> str:
@@ -111,8 +115,11 @@ def _idle_lines(rows: list[dict]) -> list[str]:
     lines = ["idle time per stream, by cause (HTA's idle time breakdown; share of the stream's idle time):"]
     streams = dict.fromkeys(r["stream"] for r in rows)
     for stream in streams:
-        parts = [f"{r['idle_category'].replace('_', ' ')} {_ms(r['idle_ms'])} ({r['share']:.1%})"
-                 for r in rows if r["stream"] == stream]
+        parts = [
+            f"{r['idle_category'].replace('_', ' ')} {_ms(r['idle_ms'])} ({r['share']:.1%})"
+            for r in rows
+            if r["stream"] == stream
+        ]
         lines.append(f"  stream {stream:<6} " + ", ".join(parts))
     return lines
 
@@ -124,8 +131,11 @@ def _kernel_lines(kernels: dict) -> list[str]:
         lines += [f"  {r['kernel_type']:<58} {_ms(r['total_ms']):>11}  {r['share']:6.1%}" for r in kernels["by_type"]]
     if kernels["by_name"]:
         lines.append("top kernels (full names in --json):")
-        lines += [f"  {short_name(r['name']):<100} {r['kernel_type']:<13} {r['count']:>6}  {_ms(r['total_ms']):>11}"
-                  f"  {r['share']:6.1%}" for r in kernels["by_name"]]
+        lines += [
+            f"  {short_name(r['name']):<100} {r['kernel_type']:<13} {r['count']:>6}  {_ms(r['total_ms']):>11}"
+            f"  {r['share']:6.1%}"
+            for r in kernels["by_name"]
+        ]
     return lines
 
 
@@ -138,14 +148,19 @@ def render_analysis(out: dict, source: object = "trace", top: int = 10) -> str:
         head = f"{name}: {out['device']} trace with nothing to measure busy time from"
     else:
         share = f"{out['busy_ms'] / out['span_ms']:.1%}" if out["span_ms"] > 0 else "of a zero span"
-        head = (f"{name}: {out['device']} trace, span {_ms(out['span_ms'])}, busy {_ms(out['busy_ms'])} ({share}), "
-                f"idle {_ms(out['idle_ms'])}, {out['steps']} steps")
+        head = (
+            f"{name}: {out['device']} trace, span {_ms(out['span_ms'])}, busy {_ms(out['busy_ms'])} ({share}), "
+            f"idle {_ms(out['idle_ms'])}, {out['steps']} steps"
+        )
     lines = [head]
     if out["skipped_events"]:
         lines.append(f"skipped {describe_skipped(out['skipped_events'])}: {SKIP_RULES}")
     lines.append("widest gaps (start from the first event, width: the operation before -> the one after):")
-    lines += [f"  at {_ms(g['start_ms']):>11}  {_ms(g['duration_ms']):>11}: {_side(g['before'], 'span start')} -> "
-              f"{_side(g['after'], 'span end')}" for g in out["gaps"]] or ["  none"]
+    lines += [
+        f"  at {_ms(g['start_ms']):>11}  {_ms(g['duration_ms']):>11}: {_side(g['before'], 'span start')} -> "
+        f"{_side(g['after'], 'span end')}"
+        for g in out["gaps"]
+    ] or ["  none"]
     lines.append(f"sync points: {len(out['sync_points'])}")
     lines += [f"  {c['direction']}: {c['count']} copies, {_ms(c['total_ms'])}" for c in out["memcpy"]]
     lines += _idle_lines(out.get("idle_breakdown", []))
@@ -153,8 +168,10 @@ def render_analysis(out: dict, source: object = "trace", top: int = 10) -> str:
     lines += _kernel_lines(kernels)
     if not kernels["by_name"]:
         lines.append("top operations:")
-        lines += [f"  {short_name(o['name']):<100} {o['count']:>6}  {_ms(o['total_ms']):>11}  {o['share']:6.1%}"
-                  for o in out["top_ops"]] or ["  none"]
+        lines += [
+            f"  {short_name(o['name']):<100} {o['count']:>6}  {_ms(o['total_ms']):>11}  {o['share']:6.1%}"
+            for o in out["top_ops"]
+        ] or ["  none"]
     if out["phases"]:
         phases = list(out["phases"].items())
         items = [f"{short_name(k, 60)} {_ms(v)}" for k, v in phases[:top]]

@@ -1,4 +1,5 @@
 """The views of a loaded trace: busy and idle time, gaps, sync points, copies, top ops, memory, phases and steps."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,8 +57,11 @@ def _busy_basis(trace: Trace, start_us, end_us, include_last_step: bool, require
         basis = "gpu"
     else:
         thread = _main_thread(ev)
-        frame = ev.iloc[:0] if thread is None else ev[(ev["pid"] == thread[0]) & (ev["tid"] == thread[1])
-                                                       & ev["kind"].isin(["step", "cpu_op"])]
+        frame = (
+            ev.iloc[:0]
+            if thread is None
+            else ev[(ev["pid"] == thread[0]) & (ev["tid"] == thread[1]) & ev["kind"].isin(["step", "cpu_op"])]
+        )
         ops, basis = frame[frame["kind"] == "cpu_op"], "main thread"
     ops, frame = _clip(ops, lo, hi), _clip(frame, lo, hi)
     if not ops.empty:
@@ -91,11 +95,17 @@ def _measure(basis) -> tuple[BusyIdle, pd.DataFrame]:
     busy = float(np.sum(run_end - run_start))
     span = span_end - span_start
     edges = np.r_[span_start, run_end]
-    table = pd.DataFrame({"start_us": edges, "duration_us": np.r_[run_start, span_end] - edges,
-                          "before": pd.array([None, *ends_name], dtype=object),
-                          "after": pd.array([*starts_name, None], dtype=object)})
-    return BusyIdle(span_us=span, busy_us=busy, idle_us=span - busy, start_us=span_start, end_us=span_end,
-                    basis=name), table[table["duration_us"] > 0]
+    table = pd.DataFrame(
+        {
+            "start_us": edges,
+            "duration_us": np.r_[run_start, span_end] - edges,
+            "before": pd.array([None, *ends_name], dtype=object),
+            "after": pd.array([*starts_name, None], dtype=object),
+        }
+    )
+    return BusyIdle(
+        span_us=span, busy_us=busy, idle_us=span - busy, start_us=span_start, end_us=span_end, basis=name
+    ), table[table["duration_us"] > 0]
 
 
 def _widest(table: pd.DataFrame, top: int | None, min_us: float = 0) -> pd.DataFrame:
@@ -104,14 +114,22 @@ def _widest(table: pd.DataFrame, top: int | None, min_us: float = 0) -> pd.DataF
     return table if top is None else table.head(top)
 
 
-def busy_idle(trace: Trace, *, start_us: float | None = None, end_us: float | None = None,
-              include_last_step: bool = False) -> BusyIdle:
+def busy_idle(
+    trace: Trace, *, start_us: float | None = None, end_us: float | None = None, include_last_step: bool = False
+) -> BusyIdle:
     """Busy and idle time of the GPU (CUDA trace) or of the main thread (CPU-only trace); see the module doc."""
     return _measure(_busy_basis(trace, start_us, end_us, include_last_step))[0]
 
 
-def gaps(trace: Trace, top: int | None = None, min_us: float = 0, *, start_us: float | None = None,
-         end_us: float | None = None, include_last_step: bool = False) -> pd.DataFrame:
+def gaps(
+    trace: Trace,
+    top: int | None = None,
+    min_us: float = 0,
+    *,
+    start_us: float | None = None,
+    end_us: float | None = None,
+    include_last_step: bool = False,
+) -> pd.DataFrame:
     """Idle intervals of the busy basis, widest first: ``start_us, duration_us, before, after``.
 
     ``before`` / ``after`` name the operation ending just before / starting just after the gap (None at the edge
@@ -131,8 +149,9 @@ def _merge_nested(events: pd.DataFrame) -> pd.DataFrame:
     keys = [ev["pid"], ev["lane"]]
     reach_before = ev.groupby(keys)["end_us"].cummax().groupby(keys).shift()
     group = (reach_before.isna() | (ev["ts_us"] > reach_before)).cumsum()
-    out = ev.groupby(group).agg(name=("name", "first"), ts_us=("ts_us", "first"), end_us=("end_us", "max"),
-                                lane=("lane", "first"))
+    out = ev.groupby(group).agg(
+        name=("name", "first"), ts_us=("ts_us", "first"), end_us=("end_us", "max"), lane=("lane", "first")
+    )
     return out.assign(duration_us=out["end_us"] - out["ts_us"])[["name", "ts_us", "duration_us", "lane"]]
 
 
@@ -144,8 +163,12 @@ def sync_points(trace: Trace, *, start_us: float | None = None, end_us: float | 
     if len(host) and len(device):
         host = host.sort_values("ts_us")
         reach = np.maximum.accumulate((host["ts_us"] + host["duration_us"]).to_numpy(float))
-        idx = np.searchsorted(host["ts_us"].to_numpy(float), (device["ts_us"] + device["dur_us"]).to_numpy(float),
-                              side="right") - 1
+        idx = (
+            np.searchsorted(
+                host["ts_us"].to_numpy(float), (device["ts_us"] + device["dur_us"]).to_numpy(float), side="right"
+            )
+            - 1
+        )
         overlaps = (idx >= 0) & (reach[np.maximum(idx, 0)] >= device["ts_us"].to_numpy(float))
         device = device[~overlaps]
     points = pd.concat([p for p in (host, _merge_nested(device)) if len(p)] or [host])
@@ -160,7 +183,8 @@ def memcpy_summary(trace: Trace, *, start_us: float | None = None, end_us: float
     direction = copies["name"].str.extract(r"Memcpy\s+(\w+)", expand=False).astype(object)
     direction = direction.where(direction.isin(_DIRECTIONS), "other").where(copies["kind"] == "memcpy", "memset")
     table = copies.groupby(direction.rename("direction")).agg(
-        count=("dur_us", "size"), total_us=("dur_us", "sum"), total_bytes=("bytes", lambda b: b.sum(min_count=1)))
+        count=("dur_us", "size"), total_us=("dur_us", "sum"), total_bytes=("bytes", lambda b: b.sum(min_count=1))
+    )
     order = {d: i for i, d in enumerate([*_DIRECTIONS, "other", "memset"])}
     table = table.reset_index().sort_values("direction", key=lambda d: d.map(order), ignore_index=True)
     return table.astype({"direction": object, "count": int, "total_us": float, "total_bytes": "Int64"})
@@ -190,8 +214,9 @@ def _memory(trace: Trace, device_type: int | None, start_us, end_us) -> pd.DataF
     return mem if device_type is None else mem[mem["device_type"] == device_type]
 
 
-def memory_over_time(trace: Trace, device_type: int | None = None, *, start_us: float | None = None,
-                     end_us: float | None = None) -> pd.DataFrame:
+def memory_over_time(
+    trace: Trace, device_type: int | None = None, *, start_us: float | None = None, end_us: float | None = None
+) -> pd.DataFrame:
     """The allocator's running total from ``[memory]`` events: ``ts_us, total_allocated_bytes``.
 
     ``device_type``: 0 CPU, 1 CUDA, None every device (each device keeps its own total).
@@ -200,8 +225,9 @@ def memory_over_time(trace: Trace, device_type: int | None = None, *, start_us: 
     return mem[["ts_us", "total_allocated_bytes"]].reset_index(drop=True)
 
 
-def peak_memory_bytes(trace: Trace, device_type: int | None = None, *, start_us: float | None = None,
-                      end_us: float | None = None) -> int | None:
+def peak_memory_bytes(
+    trace: Trace, device_type: int | None = None, *, start_us: float | None = None, end_us: float | None = None
+) -> int | None:
     """Largest ``Total Allocated`` among ``[memory]`` events; None without any.
 
     ``device_type`` None: the CUDA (1) total when the trace has CUDA memory events, else every device's.
@@ -245,6 +271,11 @@ def steps(trace: Trace, *, start_us: float | None = None, end_us: float | None =
     marks = ev[ev["kind"] == "step"]
     if (marks["cat"] != "gpu_user_annotation").any():
         marks = marks[marks["cat"] != "gpu_user_annotation"]
-    table = pd.DataFrame({"step": marks["name"].str.extract(r"#(\d+)", expand=False).astype(int),
-                          "start_us": marks["ts_us"], "duration_us": marks["dur_us"]})
+    table = pd.DataFrame(
+        {
+            "step": marks["name"].str.extract(r"#(\d+)", expand=False).astype(int),
+            "start_us": marks["ts_us"],
+            "duration_us": marks["dur_us"],
+        }
+    )
     return table.sort_values(["step", "start_us"], ignore_index=True)

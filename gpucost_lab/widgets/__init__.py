@@ -21,16 +21,39 @@ browser test can find it. State lives in the box and in closures, never in noteb
 The ledger lives in :mod:`gpucost_lab.widgets.ledger` (its outputs in ``_ledger_html``), the predictor in
 :mod:`gpucost_lab.widgets.predictor`; every name is importable from here.
 """
+
 from __future__ import annotations
 
 from .. import cost
 from .._validate import integer_at_least, non_negative, positive
 from ..memory import RECOMPUTE_STEP_TIME_FACTOR, LedgerResult, MemoryLedger
-from .ledger import (ACCUMULATION_MAX, ACCUMULATION_MIN, MICROBATCH_MAX, MICROBATCH_MIN, RECOMPUTE_CHOICES,
-                     memory_ledger_widget, microbatch_slider_max)
+from .ledger import (
+    ACCUMULATION_MAX,
+    ACCUMULATION_MIN,
+    MICROBATCH_MAX,
+    MICROBATCH_MIN,
+    RECOMPUTE_CHOICES,
+    memory_ledger_widget,
+    microbatch_slider_max,
+)
 from .predictor import CHANGE_MAX, CHANGE_MIN, cost_predictor_widget
 
-__all__ = ["memory_ledger_widget", "cost_predictor_widget", "microbatch_slider_max", "MICROBATCH_MIN",
-           "MICROBATCH_MAX", "ACCUMULATION_MIN", "ACCUMULATION_MAX", "RECOMPUTE_CHOICES", "CHANGE_MIN", "CHANGE_MAX",
-           "RECOMPUTE_STEP_TIME_FACTOR", "LedgerResult", "MemoryLedger", "cost", "integer_at_least", "non_negative",
-           "positive"]
+__all__ = [
+    "memory_ledger_widget",
+    "cost_predictor_widget",
+    "microbatch_slider_max",
+    "MICROBATCH_MIN",
+    "MICROBATCH_MAX",
+    "ACCUMULATION_MIN",
+    "ACCUMULATION_MAX",
+    "RECOMPUTE_CHOICES",
+    "CHANGE_MIN",
+    "CHANGE_MAX",
+    "RECOMPUTE_STEP_TIME_FACTOR",
+    "LedgerResult",
+    "MemoryLedger",
+    "cost",
+    "integer_at_least",
+    "non_negative",
+    "positive",
+]

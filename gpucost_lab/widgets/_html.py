@@ -1,4 +1,5 @@
 """What both course widgets share: number formats, table styles, the invalid-input message, CSS classes."""
+
 from __future__ import annotations
 
 import html
@@ -8,8 +9,15 @@ _TABLE_STYLE = "border-collapse:collapse;font-variant-numeric:tabular-nums;"
 _CELL = "padding:2px 10px;border-bottom:1px solid #ddd;text-align:right;"
 _HEAD = "padding:2px 10px;border-bottom:2px solid #888;text-align:right;"
 _OVER_ROW = "background:#fde2e2;color:#8b0000;font-weight:bold;"
-_COLORS = {"static": "#555555", "activations": "#1f77b4", "over": "#d62728", "headroom": "#e8f5e9",
-           "reserve": "#bdbdbd", "cheaper": "#e3f4e6", "dearer": "#fbe3e3"}
+_COLORS = {
+    "static": "#555555",
+    "activations": "#1f77b4",
+    "over": "#d62728",
+    "headroom": "#e8f5e9",
+    "reserve": "#bdbdbd",
+    "cheaper": "#e3f4e6",
+    "dearer": "#fbe3e3",
+}
 
 
 def _num(x: float, digits: int = 3) -> str:
@@ -28,8 +36,10 @@ def _pct(fraction: float) -> str:
 
 
 def _message(err: ValueError, what: str) -> str:
-    return (f'<div role="alert" style="color:#8b0000;"><b>Invalid input</b>: {html.escape(str(err))}. '
-            f"Change it to see the {what}.</div>")
+    return (
+        f'<div role="alert" style="color:#8b0000;"><b>Invalid input</b>: {html.escape(str(err))}. '
+        f"Change it to see the {what}.</div>"
+    )
 
 
 def _th(text: str, scope: str = "col") -> str:

@@ -1,4 +1,5 @@
 """The memory ledger of chapter 04 as a live widget (see :mod:`gpucost_lab.widgets`)."""
+
 from __future__ import annotations
 
 import ipywidgets as widgets
@@ -31,8 +32,13 @@ def _ledger_from_inputs(inputs: dict, blocks: int) -> MemoryLedger:
     reserve_percent = non_negative("reserve (%)", inputs["reserve_percent"].value)
     if reserve_percent >= 100:
         raise ValueError(f"reserve (%) must be in [0, 100), got {inputs['reserve_percent'].value!r}")
-    return MemoryLedger(static_gb=static_gb, activation_gb_per_sample=per_sample_gb, device_gb=device_gb,
-                        reserve_fraction=reserve_percent / 100.0, blocks=blocks)
+    return MemoryLedger(
+        static_gb=static_gb,
+        activation_gb_per_sample=per_sample_gb,
+        device_gb=device_gb,
+        reserve_fraction=reserve_percent / 100.0,
+        blocks=blocks,
+    )
 
 
 def _link_checkpointing(checkpointing: widgets.Checkbox, recompute: widgets.RadioButtons) -> None:
@@ -51,10 +57,18 @@ def _link_checkpointing(checkpointing: widgets.Checkbox, recompute: widgets.Radi
     recompute.observe(from_choice, names="value")
 
 
-def memory_ledger_widget(static_gb: float = 3.2, activation_gb_per_sample: float = 0.34, device_gb: float = 24.0,
-                         reserve_fraction: float = 0.10, blocks: int = 10, microbatch: int = 32, *,
-                         precision: str = "fp32", recompute: str = "none",
-                         accumulation_steps: int = 1) -> widgets.VBox:
+def memory_ledger_widget(
+    static_gb: float = 3.2,
+    activation_gb_per_sample: float = 0.34,
+    device_gb: float = 24.0,
+    reserve_fraction: float = 0.10,
+    blocks: int = 10,
+    microbatch: int = 32,
+    *,
+    precision: str = "fp32",
+    recompute: str = "none",
+    accumulation_steps: int = 1,
+) -> widgets.VBox:
     """The memory ledger of chapter 04 as a live widget.
 
     Controls: a microbatch slider; inputs for static memory, activations per sample (in fp32), device memory and
@@ -72,47 +86,86 @@ def memory_ledger_widget(static_gb: float = 3.2, activation_gb_per_sample: float
 
     Bad construction arguments raise ``ValueError`` at once; bad values typed later show a message.
     """
-    ledger = MemoryLedger(static_gb=static_gb, activation_gb_per_sample=activation_gb_per_sample, device_gb=device_gb,
-                          reserve_fraction=reserve_fraction, blocks=blocks)  # validates every argument
+    ledger = MemoryLedger(
+        static_gb=static_gb,
+        activation_gb_per_sample=activation_gb_per_sample,
+        device_gb=device_gb,
+        reserve_fraction=reserve_fraction,
+        blocks=blocks,
+    )  # validates every argument
     blocks = integer_at_least("blocks", blocks, 1)
     precision, recompute = check_precision(precision), check_recompute(recompute)
     accumulation_steps = integer_at_least("accumulation_steps", accumulation_steps, ACCUMULATION_MIN, ACCUMULATION_MAX)
     top = microbatch_slider_max(ledger.with_precision(precision).max_microbatch(recompute=recompute))
     microbatch = integer_at_least("microbatch", microbatch, MICROBATCH_MIN)
     if microbatch > top:
-        raise ValueError(f"microbatch must be an integer in [{MICROBATCH_MIN}, {top}] (the slider's range with "
-                         f"these settings), got {microbatch!r}")
+        raise ValueError(
+            f"microbatch must be an integer in [{MICROBATCH_MIN}, {top}] (the slider's range with "
+            f"these settings), got {microbatch!r}"
+        )
 
-    slider = widgets.IntSlider(value=microbatch, min=MICROBATCH_MIN, max=top, step=1,
-                               description="microbatch", continuous_update=True, style=_STYLE)
+    slider = widgets.IntSlider(
+        value=microbatch,
+        min=MICROBATCH_MIN,
+        max=top,
+        step=1,
+        description="microbatch",
+        continuous_update=True,
+        style=_STYLE,
+    )
     inputs = {
         "static_gb": widgets.FloatText(value=static_gb, description="static (GB)", style=_STYLE),
-        "activation_gb_per_sample": widgets.FloatText(value=activation_gb_per_sample,
-                                                      description="activations per sample (GB)", style=_STYLE),
+        "activation_gb_per_sample": widgets.FloatText(
+            value=activation_gb_per_sample, description="activations per sample (GB)", style=_STYLE
+        ),
         "device_gb": widgets.FloatText(value=device_gb, description="device (GB)", style=_STYLE),
-        "reserve_percent": widgets.FloatText(value=round(reserve_fraction * 100, 10), description="reserve (%)",
-                                             style=_STYLE),
+        "reserve_percent": widgets.FloatText(
+            value=round(reserve_fraction * 100, 10), description="reserve (%)", style=_STYLE
+        ),
     }
-    precision_choice = widgets.RadioButtons(options=PRECISIONS, value=precision, description="precision",
-                                            style=_STYLE)
-    recompute_choice = widgets.RadioButtons(options=RECOMPUTE_CHOICES, value=recompute,
-                                            description="recomputation", style=_STYLE)
-    accumulation = widgets.IntSlider(value=accumulation_steps, min=ACCUMULATION_MIN, max=ACCUMULATION_MAX, step=1,
-                                     description="accumulation steps (K)", continuous_update=True, style=_STYLE,
-                                     layout=widgets.Layout(width="24em"))
+    precision_choice = widgets.RadioButtons(options=PRECISIONS, value=precision, description="precision", style=_STYLE)
+    recompute_choice = widgets.RadioButtons(
+        options=RECOMPUTE_CHOICES, value=recompute, description="recomputation", style=_STYLE
+    )
+    accumulation = widgets.IntSlider(
+        value=accumulation_steps,
+        min=ACCUMULATION_MIN,
+        max=ACCUMULATION_MAX,
+        step=1,
+        description="accumulation steps (K)",
+        continuous_update=True,
+        style=_STYLE,
+        layout=widgets.Layout(width="24em"),
+    )
     # not displayed: the checkbox the recomputation choice replaced, kept so `w.checkpointing.value = True` still works
     checkpointing = widgets.Checkbox(value=recompute == "full", description="activation checkpointing", indent=False)
     _link_checkpointing(checkpointing, recompute_choice)
     verdict, table, bar = widgets.HTML(), widgets.HTML(), widgets.HTML()
 
     wrap = widgets.Layout(flex_flow="row wrap")
-    box = widgets.VBox([slider, widgets.HBox(list(inputs.values()), layout=wrap),
-                        widgets.HBox([precision_choice, recompute_choice, accumulation], layout=wrap),
-                        verdict, bar, table])
-    _expose(box, "gpucost-ledger", inputs, slider=("microbatch", slider), precision=("precision", precision_choice),
-            recompute=("recompute", recompute_choice), accumulation=("accumulation", accumulation),
-            checkpointing=("checkpointing", checkpointing), verdict=("verdict", verdict), table=("table", table),
-            bar=("bar", bar))
+    box = widgets.VBox(
+        [
+            slider,
+            widgets.HBox(list(inputs.values()), layout=wrap),
+            widgets.HBox([precision_choice, recompute_choice, accumulation], layout=wrap),
+            verdict,
+            bar,
+            table,
+        ]
+    )
+    _expose(
+        box,
+        "gpucost-ledger",
+        inputs,
+        slider=("microbatch", slider),
+        precision=("precision", precision_choice),
+        recompute=("recompute", recompute_choice),
+        accumulation=("accumulation", accumulation),
+        checkpointing=("checkpointing", checkpointing),
+        verdict=("verdict", verdict),
+        table=("table", table),
+        bar=("bar", bar),
+    )
     box.result = None
     moving_the_end = [False]  # the slider's value clipped by a new end calls update; that call has nothing to do
 

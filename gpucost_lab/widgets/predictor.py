@@ -1,4 +1,5 @@
 """The cost predictor of chapter 03 as a live widget (see :mod:`gpucost_lab.widgets`)."""
+
 from __future__ import annotations
 
 import html
@@ -29,33 +30,45 @@ def _predictor_verdict_html(p: dict) -> str:
     if v == "same cost":
         detail = "the candidate costs the same per run to the quality target"
     else:
-        detail = (f"the candidate costs about {_num(abs(r - 1) * 100, 1)}% {'less' if r < 1 else 'more'} per run "
-                  f"to the same quality target")
+        detail = (
+            f"the candidate costs about {_num(abs(r - 1) * 100, 1)}% {'less' if r < 1 else 'more'} per run "
+            f"to the same quality target"
+        )
     color = {"cheaper": "#1b5e20", "more expensive": "#8b0000"}.get(v, "#000")
-    return (f'<div role="status" aria-live="polite"><p style="margin:2px 0">relative cost '
-            f'<b>{r:.3f}</b> = ({_one_plus(p["steps_change"])}) / ({_one_plus(p["throughput_gain"])}) → '
-            f'<b style="color:{color}">{v}</b>: {detail}.</p></div>')
+    return (
+        f'<div role="status" aria-live="polite"><p style="margin:2px 0">relative cost '
+        f"<b>{r:.3f}</b> = ({_one_plus(p['steps_change'])}) / ({_one_plus(p['throughput_gain'])}) → "
+        f'<b style="color:{color}">{v}</b>: {detail}.</p></div>'
+    )
 
 
 def _predictor_table_html(p: dict) -> str:
     window = _num(p["window_hours"], 2)
     head = _th("run") + _th("hours") + _th("cost (USD)") + _th(f"inside the {window} h window?")
     rows = []
-    for name, hours, usd, fits in (("baseline", p["baseline_hours"], p["baseline_cost_usd"], p["baseline_fits_window"]),
-                                   ("candidate", p["candidate_hours"], p["candidate_cost_usd"],
-                                    p["candidate_fits_window"])):
+    for name, hours, usd, fits in (
+        ("baseline", p["baseline_hours"], p["baseline_cost_usd"], p["baseline_fits_window"]),
+        ("candidate", p["candidate_hours"], p["candidate_cost_usd"], p["candidate_fits_window"]),
+    ):
         answer = "yes" if fits else f"no, {hours - p['window_hours']:.2f} h late"
-        rows.append(f'<tr style="{"" if fits else _OVER_ROW}">{_th(name, "row")}<td style="{_CELL}">{hours:.2f}</td>'
-                    f'<td style="{_CELL}">${usd:.2f}</td><td style="{_CELL}">{answer}</td></tr>')
+        rows.append(
+            f'<tr style="{"" if fits else _OVER_ROW}">{_th(name, "row")}<td style="{_CELL}">{hours:.2f}</td>'
+            f'<td style="{_CELL}">${usd:.2f}</td><td style="{_CELL}">{answer}</td></tr>'
+        )
     savings = p["savings_usd"]
     if math.isclose(savings, 0.0, abs_tol=0.005):
         note = "same cost per run"
     else:
-        note = (f"the candidate saves ${savings:.2f} per run" if savings > 0
-                else f"the candidate costs ${-savings:.2f} more per run")
+        note = (
+            f"the candidate saves ${savings:.2f} per run"
+            if savings > 0
+            else f"the candidate costs ${-savings:.2f} more per run"
+        )
     caption = f"One run at ${p['price_per_hour_usd']:.2f} per accelerator-hour (an assumption): {note}"
-    return (f'<table style="{_TABLE_STYLE}"><caption style="text-align:left">{caption}</caption>'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    return (
+        f'<table style="{_TABLE_STYLE}"><caption style="text-align:left">{caption}</caption>'
+        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _chart_sentence(p: dict) -> str:
@@ -65,10 +78,12 @@ def _chart_sentence(p: dict) -> str:
     else:
         side = "above" if s > g else "below"
         where = f"{side} the line, {abs(s - g) * 100:.0f} percentage points away: {v}"
-    return (f"Break-even chart: the equal-cost line is steps change = throughput gain, since relative cost = "
-            f"(1 + steps change) / (1 + throughput gain) = 1 there; above the line is more expensive, below it "
-            f"cheaper. The current point (gain {_pct(g)}, steps {_pct(s)}) is {where} "
-            f"(relative cost {p['relative_cost']:.3f}).")
+    return (
+        f"Break-even chart: the equal-cost line is steps change = throughput gain, since relative cost = "
+        f"(1 + steps change) / (1 + throughput gain) = 1 there; above the line is more expensive, below it "
+        f"cheaper. The current point (gain {_pct(g)}, steps {_pct(s)}) is {where} "
+        f"(relative cost {p['relative_cost']:.3f})."
+    )
 
 
 def _predictor_chart_html(p: dict) -> str:
@@ -84,36 +99,45 @@ def _predictor_chart_html(p: dict) -> str:
     x0, x1, y0, y1 = px(lo), px(hi), py(lo), py(hi)  # y0 is the bottom edge
     ticks = []
     for t in (-0.5, 0.0, 0.5, 1.0):
-        ticks.append(f'<line x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{y0:.1f}" y2="{y0 + 4:.1f}" stroke="#000"/>'
-                     f'<text x="{px(t):.1f}" y="{y0 + 15:.1f}" font-size="10" text-anchor="middle">{_pct(t)}</text>'
-                     f'<line x1="{x0 - 4:.1f}" x2="{x0:.1f}" y1="{py(t):.1f}" y2="{py(t):.1f}" stroke="#000"/>'
-                     f'<text x="{x0 - 6:.1f}" y="{py(t) + 3:.1f}" font-size="10" text-anchor="end">{_pct(t)}</text>')
+        ticks.append(
+            f'<line x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{y0:.1f}" y2="{y0 + 4:.1f}" stroke="#000"/>'
+            f'<text x="{px(t):.1f}" y="{y0 + 15:.1f}" font-size="10" text-anchor="middle">{_pct(t)}</text>'
+            f'<line x1="{x0 - 4:.1f}" x2="{x0:.1f}" y1="{py(t):.1f}" y2="{py(t):.1f}" stroke="#000"/>'
+            f'<text x="{x0 - 6:.1f}" y="{py(t) + 3:.1f}" font-size="10" text-anchor="end">{_pct(t)}</text>'
+        )
     g, s = p["throughput_gain"], p["steps_change"]
     sentence = _chart_sentence(p)
     w, h = left + size + right, top + size + bottom
-    svg = (f'<svg role="img" aria-label="{html.escape(sentence, quote=True)}" width="{w:.0f}" height="{h:.0f}" '
-           f'viewBox="0 0 {w:.0f} {h:.0f}" xmlns="http://www.w3.org/2000/svg">'
-           f'<polygon points="{x0:.1f},{y0:.1f} {x0:.1f},{y1:.1f} {x1:.1f},{y1:.1f}" fill="{_COLORS["dearer"]}"/>'
-           f'<polygon points="{x0:.1f},{y0:.1f} {x1:.1f},{y0:.1f} {x1:.1f},{y1:.1f}" fill="{_COLORS["cheaper"]}"/>'
-           f'<rect x="{x0:.1f}" y="{y1:.1f}" width="{size}" height="{size}" fill="none" stroke="#999"/>'
-           f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{x1:.1f}" y2="{y1:.1f}" stroke="#000" stroke-width="1.5">'
-           f"<title>equal cost: steps change = throughput gain</title></line>"
-           f'<text x="{px(lo) + 8:.1f}" y="{py(hi) + 16:.1f}" font-size="11" fill="#8b0000">more expensive</text>'
-           f'<text x="{px(hi) - 8:.1f}" y="{py(lo) - 8:.1f}" font-size="11" fill="#1b5e20" '
-           f'text-anchor="end">cheaper</text>'
-           f'<text x="{px(0.62):.1f}" y="{py(0.62) - 6:.1f}" font-size="10" text-anchor="end" '
-           f'transform="rotate(-45 {px(0.62):.1f} {py(0.62) - 6:.1f})">equal cost</text>'
-           f"{''.join(ticks)}"
-           f'<circle cx="{px(g):.1f}" cy="{py(s):.1f}" r="5" fill="#000" stroke="#fff" stroke-width="1.5">'
-           f"<title>current: gain {_pct(g)}, steps {_pct(s)}, relative cost {p['relative_cost']:.3f}</title></circle>"
-           f'<text x="{(x0 + x1) / 2:.1f}" y="{h - 4:.1f}" font-size="11" text-anchor="middle">throughput gain</text>'
-           f'<text x="12" y="{(y0 + y1) / 2:.1f}" font-size="11" text-anchor="middle" '
-           f'transform="rotate(-90 12 {(y0 + y1) / 2:.1f})">change in steps to target</text></svg>')
+    svg = (
+        f'<svg role="img" aria-label="{html.escape(sentence, quote=True)}" width="{w:.0f}" height="{h:.0f}" '
+        f'viewBox="0 0 {w:.0f} {h:.0f}" xmlns="http://www.w3.org/2000/svg">'
+        f'<polygon points="{x0:.1f},{y0:.1f} {x0:.1f},{y1:.1f} {x1:.1f},{y1:.1f}" fill="{_COLORS["dearer"]}"/>'
+        f'<polygon points="{x0:.1f},{y0:.1f} {x1:.1f},{y0:.1f} {x1:.1f},{y1:.1f}" fill="{_COLORS["cheaper"]}"/>'
+        f'<rect x="{x0:.1f}" y="{y1:.1f}" width="{size}" height="{size}" fill="none" stroke="#999"/>'
+        f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{x1:.1f}" y2="{y1:.1f}" stroke="#000" stroke-width="1.5">'
+        f"<title>equal cost: steps change = throughput gain</title></line>"
+        f'<text x="{px(lo) + 8:.1f}" y="{py(hi) + 16:.1f}" font-size="11" fill="#8b0000">more expensive</text>'
+        f'<text x="{px(hi) - 8:.1f}" y="{py(lo) - 8:.1f}" font-size="11" fill="#1b5e20" '
+        f'text-anchor="end">cheaper</text>'
+        f'<text x="{px(0.62):.1f}" y="{py(0.62) - 6:.1f}" font-size="10" text-anchor="end" '
+        f'transform="rotate(-45 {px(0.62):.1f} {py(0.62) - 6:.1f})">equal cost</text>'
+        f"{''.join(ticks)}"
+        f'<circle cx="{px(g):.1f}" cy="{py(s):.1f}" r="5" fill="#000" stroke="#fff" stroke-width="1.5">'
+        f"<title>current: gain {_pct(g)}, steps {_pct(s)}, relative cost {p['relative_cost']:.3f}</title></circle>"
+        f'<text x="{(x0 + x1) / 2:.1f}" y="{h - 4:.1f}" font-size="11" text-anchor="middle">throughput gain</text>'
+        f'<text x="12" y="{(y0 + y1) / 2:.1f}" font-size="11" text-anchor="middle" '
+        f'transform="rotate(-90 12 {(y0 + y1) / 2:.1f})">change in steps to target</text></svg>'
+    )
     return f'<div>{svg}<p style="margin:2px 0;max-width:40em">{sentence}</p></div>'
 
 
-def cost_predictor_widget(throughput_gain: float = 0.20, steps_change: float = 0.25, price_per_hour_usd: float = 2.10,
-                          baseline_hours: float = 8.0, window_hours: float = 8.0) -> widgets.VBox:
+def cost_predictor_widget(
+    throughput_gain: float = 0.20,
+    steps_change: float = 0.25,
+    price_per_hour_usd: float = 2.10,
+    baseline_hours: float = 8.0,
+    window_hours: float = 8.0,
+) -> widgets.VBox:
     """The cost predictor of chapter 03 as a live widget: is a change that is faster per sample but
     needs more steps to the same quality cheaper?
 
@@ -131,24 +155,49 @@ def cost_predictor_widget(throughput_gain: float = 0.20, steps_change: float = 0
     cost.predict(throughput_gain, steps_change, price_per_hour_usd, baseline_hours, window_hours)  # validates
 
     def slider(value: float, description: str) -> widgets.FloatSlider:
-        return widgets.FloatSlider(value=value, min=CHANGE_MIN, max=CHANGE_MAX, step=0.01, description=description,
-                                   readout_format="+.0%", continuous_update=True, style=_STYLE,
-                                   layout=widgets.Layout(width="28em"))
+        return widgets.FloatSlider(
+            value=value,
+            min=CHANGE_MIN,
+            max=CHANGE_MAX,
+            step=0.01,
+            description=description,
+            readout_format="+.0%",
+            continuous_update=True,
+            style=_STYLE,
+            layout=widgets.Layout(width="28em"),
+        )
 
     gain = slider(throughput_gain, "throughput gain")
     steps = slider(steps_change, "change in steps to target")
     inputs = {
-        "price_per_hour_usd": widgets.FloatText(value=price_per_hour_usd, description="price per hour (USD)",
-                                                style=_STYLE),
+        "price_per_hour_usd": widgets.FloatText(
+            value=price_per_hour_usd, description="price per hour (USD)", style=_STYLE
+        ),
         "baseline_hours": widgets.FloatText(value=baseline_hours, description="baseline run (h)", style=_STYLE),
         "window_hours": widgets.FloatText(value=window_hours, description="nightly window (h)", style=_STYLE),
     }
     verdict, table, chart = widgets.HTML(), widgets.HTML(), widgets.HTML()
 
-    box = widgets.VBox([gain, steps, widgets.HBox(list(inputs.values()), layout=widgets.Layout(flex_flow="row wrap")),
-                        verdict, table, chart])
-    _expose(box, "gpucost-predictor", inputs, gain=("gain", gain), steps=("steps", steps),
-            verdict=("verdict", verdict), table=("table", table), chart=("chart", chart))
+    box = widgets.VBox(
+        [
+            gain,
+            steps,
+            widgets.HBox(list(inputs.values()), layout=widgets.Layout(flex_flow="row wrap")),
+            verdict,
+            table,
+            chart,
+        ]
+    )
+    _expose(
+        box,
+        "gpucost-predictor",
+        inputs,
+        gain=("gain", gain),
+        steps=("steps", steps),
+        verdict=("verdict", verdict),
+        table=("table", table),
+        chart=("chart", chart),
+    )
     box.prediction = None
 
     def update(_change=None) -> None:

@@ -1,4 +1,5 @@
 """Browser tests: keep each test's call-phase report on its item, so a fixture can screenshot a failure."""
+
 import pytest
 
 

@@ -25,6 +25,7 @@ Needs Debian's Chromium at /usr/bin/chromium (`apt-get install -y chromium`; `.c
 missing) or another Chromium named by GPUCOST_CHROMIUM, and the `playwright` Python package (the `test` extra),
 which drives that browser; Playwright's own browser download is never used.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -45,8 +46,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "browser"
 CHROMIUM = os.environ.get("GPUCOST_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 TOKEN = "gpucost-browser-test"
 SERVER_START_S = 90
 STEP_TIMEOUT_MS = 30_000  # one UI step: a click, a redraw after a slider move
@@ -56,8 +64,7 @@ RUN_ALL_TIMEOUT_MS = 120_000  # a chapter runs in under 20 s on 2 cores; allow f
 # over the page, every cell kept in the DOM (no windowing) so the test can read every prompt.
 LAB_SETTINGS = {
     "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
-                                                                        "checkForUpdates": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
 }
 
@@ -85,23 +92,43 @@ def lab(tmp_path_factory):
     """JupyterLab on loopback with a token, serving a copy of the chapters; yields its base URL."""
     base = tmp_path_factory.mktemp("jupyterlab")
     served = base / "course"
-    shutil.copytree(ROOT / "chapters", served / "chapters",
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+    shutil.copytree(
+        ROOT / "chapters", served / "chapters", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__")
+    )
     settings = base / "user-settings"
     for name, values in LAB_SETTINGS.items():
         (settings / name).parent.mkdir(parents=True, exist_ok=True)
         (settings / name).write_text(json.dumps(values))
     # the kernel gets a learner's environment: no user-level Jupyter settings or kernels, matplotlib's inline backend
     env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "PYTHONPATH")}
-    env.update(JUPYTER_CONFIG_DIR=str(base / "config"), JUPYTER_DATA_DIR=str(base / "data"),
-               JUPYTER_RUNTIME_DIR=str(base / "runtime"), IPYTHONDIR=str(base / "ipython"))
+    env.update(
+        JUPYTER_CONFIG_DIR=str(base / "config"),
+        JUPYTER_DATA_DIR=str(base / "data"),
+        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
+        IPYTHONDIR=str(base / "ipython"),
+    )
     port = _free_port()
     log = open(base / "jupyterlab.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={served}",
-         f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={base / 'workspaces'}"],
-        cwd=served, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            f"--ServerApp.token={TOKEN}",
+            f"--ServerApp.root_dir={served}",
+            f"--LabApp.user_settings_dir={settings}",
+            f"--LabApp.workspaces_dir={base / 'workspaces'}",
+        ],
+        cwd=served,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + SERVER_START_S
@@ -136,20 +163,30 @@ def _stop(proc: subprocess.Popen) -> None:
 def chromium_context(profile: Path):
     """Headless Debian Chromium, driven by Playwright, with the profile (user data dir) ``profile``; always closed."""
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"Chromium is not installed at {CHROMIUM}: run `apt-get install -y chromium` "
-                    "(as root; `.ci/run` does it when it is missing), or point GPUCOST_CHROMIUM at a Chromium binary",
-                    pytrace=False)
+        pytest.fail(
+            f"Chromium is not installed at {CHROMIUM}: run `apt-get install -y chromium` "
+            "(as root; `.ci/run` does it when it is missing), or point GPUCOST_CHROMIUM at a Chromium binary",
+            pytrace=False,
+        )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.fail("the Python package `playwright` is missing: "
-                    '.venv/bin/python -m pip install -c constraints.txt -e ".[course,test]"', pytrace=False)
+        pytest.fail(
+            "the Python package `playwright` is missing: "
+            '.venv/bin/python -m pip install -c constraints.txt -e ".[course,test]"',
+            pytrace=False,
+        )
     pw = sync_playwright().start()
     context = None
     try:
         context = pw.chromium.launch_persistent_context(
-            str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1400, "height": 1000}, timeout=60_000)
+            str(profile),
+            executable_path=CHROMIUM,
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1400, "height": 1000},
+            timeout=60_000,
+        )
         yield context
     finally:
         try:
@@ -201,8 +238,9 @@ def _screenshot(target, name: str, **kwargs) -> Path:
 
 def _error_outputs(panel) -> str:
     """The tracebacks shown in the notebook, for a failure message."""
-    return "\n---\n".join(panel.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']")
-                          .all_inner_texts())[-3000:]
+    return "\n---\n".join(
+        panel.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").all_inner_texts()
+    )[-3000:]
 
 
 def _open_and_run_all(page, lab_url: str, chapter: str):
@@ -221,8 +259,10 @@ def _open_and_run_all(page, lab_url: str, chapter: str):
     try:
         page.wait_for_function(ALL_CELLS_RAN_AND_IDLE, arg=PANEL, timeout=RUN_ALL_TIMEOUT_MS)
     except Exception as err:  # playwright's TimeoutError
-        raise AssertionError(f"{chapter}: Run All Cells did not finish with an idle kernel in "
-                             f"{RUN_ALL_TIMEOUT_MS / 1000:.0f} s ({err}); errors shown:\n{_error_outputs(panel)}")
+        raise AssertionError(
+            f"{chapter}: Run All Cells did not finish with an idle kernel in "
+            f"{RUN_ALL_TIMEOUT_MS / 1000:.0f} s ({err}); errors shown:\n{_error_outputs(panel)}"
+        ) from err
     return panel
 
 

@@ -6,6 +6,7 @@ fetched; the hostile learner's notebook is blank but for the gradebook writer of
 (tests/test_grading_workflow_attacks.py), aimed at the whole class folder: every gradebook, every learner's home,
 the exchange and the course.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -63,8 +64,12 @@ def protected(run: HubRun, hostile: str | None) -> dict:
     """Everything the hostile learner's code must not change: the course's source, release and collected
     submissions, the exchange, and every other learner's work."""
     k = run.klass
-    out = {"solutions": files(k.course / "solutions"), "labs": files(k.course / "labs"),
-           "submitted": files(k.course / "submitted"), "exchange": files(k.exchange)}
+    out = {
+        "solutions": files(k.course / "solutions"),
+        "labs": files(k.course / "labs"),
+        "submitted": files(k.course / "submitted"),
+        "exchange": files(k.exchange),
+    }
     for user in k.learners:
         if user != hostile:
             out[f"home/{user}"] = learner_work(run, user)
@@ -125,8 +130,17 @@ def run_class(run: HubRun, kinds: dict[str, str], *, at_once: bool = False, auto
     with open(run.klass.course / "grades.csv", newline="") as fh:
         grades = {row["student_id"]: row for row in csv.DictReader(fh)}
     times["total_s"] = time.perf_counter() - t0
-    return SimpleNamespace(run=run, kinds=kinds, seen=seen, collected=collected, before=before, after=after,
-                           grades=grades, times=times, hostile=hostile)
+    return SimpleNamespace(
+        run=run,
+        kinds=kinds,
+        seen=seen,
+        collected=collected,
+        before=before,
+        after=after,
+        grades=grades,
+        times=times,
+        hostile=hostile,
+    )
 
 
 def gradebook(run: HubRun) -> dict:

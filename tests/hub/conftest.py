@@ -1,4 +1,5 @@
 """The course's JupyterHub tests: what they need, checked once, with the reason said loudly when they cannot run."""
+
 import shutil
 import sys
 from pathlib import Path

@@ -5,6 +5,7 @@ single-user server carry the class's marker in their environment (hubctl.MARKER_
 process the class started, whichever session it runs in: it stops the hub (which stops the proxy and the servers),
 then kills whatever is still there, and reports both.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,8 +41,11 @@ def marked_processes(marker: str) -> list[psutil.Process]:
     found = []
     for proc in psutil.process_iter(["pid"]):
         try:
-            if proc.pid != os.getpid() and proc.environ().get(hubctl.MARKER_ENV) == marker \
-                    and proc.status() != psutil.STATUS_ZOMBIE:
+            if (
+                proc.pid != os.getpid()
+                and proc.environ().get(hubctl.MARKER_ENV) == marker
+                and proc.status() != psutil.STATUS_ZOMBIE
+            ):
                 found.append(proc)
         except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
@@ -72,13 +76,18 @@ class HubRun:
         self.log_path = self.klass.state / "jupyterhub.log"
 
     # ------------------------------------------------------------------------------------------------ HTTP
-    def request(self, method: str, path: str, body=None, *, user: str | None = None, timeout: float = 60,
-                raw: bool = False):
+    def request(
+        self, method: str, path: str, body=None, *, user: str | None = None, timeout: float = 60, raw: bool = False
+    ):
         """``method`` ``path`` on the hub's public URL, as ``user`` (their token) or as the class's driver."""
         token = self.tokens[user] if user else self.api_token
         data = json.dumps(body).encode() if body is not None else (b"" if method in ("POST", "PUT") else None)
-        req = urllib.request.Request(self.klass.url + path, data=data, method=method,
-                                     headers={"Authorization": f"token {token}", "Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.klass.url + path,
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(req, timeout=timeout) as resp:
                 text = resp.read()
@@ -99,8 +108,14 @@ class HubRun:
     def start(self, users: list[str] | None = None) -> None:
         """The hub, a token for each user, and each user's server (all at once), ready."""
         self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(hubctl.hub_command(), cwd=self.klass.state, env=hubctl.hub_env(self.klass),
-                                     stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            hubctl.hub_command(),
+            cwd=self.klass.state,
+            env=hubctl.hub_env(self.klass),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + HUB_START_S
         while True:
             try:
@@ -124,8 +139,7 @@ class HubRun:
                 if self.hub_api("GET", f"/users/{user}")["servers"].get("", {}).get("ready"):
                     waiting.discard(user)
             if waiting and time.monotonic() > deadline:
-                raise HubError(f"servers of {sorted(waiting)} not ready within {SERVER_START_S} s:\n"
-                               f"{self.log_tail()}")
+                raise HubError(f"servers of {sorted(waiting)} not ready within {SERVER_START_S} s:\n{self.log_tail()}")
             time.sleep(0.5)
 
     def stop(self) -> None:
@@ -178,8 +192,13 @@ class HubRun:
 
     def assignment_action(self, user: str, action: str, assignment: str) -> list[dict]:
         """Fetch or submit, as the Assignments tab's buttons do."""
-        out = self.user_api(user, "POST", f"/assignments/{action}",
-                            {"course_id": self.klass.course_id, "assignment_id": assignment}, timeout=120)
+        out = self.user_api(
+            user,
+            "POST",
+            f"/assignments/{action}",
+            {"course_id": self.klass.course_id, "assignment_id": assignment},
+            timeout=120,
+        )
         if not out.get("success"):
             raise HubError(f"{action} {assignment} as {user}: {out}")
         return out["value"]
@@ -188,5 +207,9 @@ class HubRun:
         return self.user_api(user, "GET", f"/api/contents/{urllib.parse.quote(path)}?content=1")["content"]
 
     def write_notebook(self, user: str, path: str, nb: dict) -> None:
-        self.user_api(user, "PUT", f"/api/contents/{urllib.parse.quote(path)}",
-                      {"type": "notebook", "format": "json", "content": nb})
+        self.user_api(
+            user,
+            "PUT",
+            f"/api/contents/{urllib.parse.quote(path)}",
+            {"type": "notebook", "format": "json", "content": nb},
+        )

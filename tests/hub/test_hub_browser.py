@@ -7,14 +7,13 @@ finds the lab under the released assignments, clicks Fetch, finds it under the d
 finds the submission listed with its time. The exchange must hold that submission under the learner's id, and the
 learner's home the fetched lab. Screenshots of each step go to artifacts/hub/.
 """
+
 from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 import pytest
-
 from hubrun import ROOT, HubRun, hubctl
 
 sys.path.insert(0, str(ROOT / "tests" / "browser"))

@@ -19,6 +19,7 @@ Expected scores, by hand from the lab's points (16 in all: sections 1-8 worth 3,
 
 Then the hub is stopped: the proxy and every server with it, and no process of the class is left.
 """
+
 from __future__ import annotations
 
 import csv
@@ -26,10 +27,10 @@ import io
 import sys
 
 import pytest
-
-from gpucost_lab.grade_export import export_grades
 from classflow import HOSTILE, LAB, NOTEBOOK, gradebook, run_class
 from hubrun import HubError, HubRun
+
+from gpucost_lab.grade_export import export_grades
 
 LEARNERS = {"ana": "full", "eve": HOSTILE, "max": "no_dominant", "zoe": "no_dominant_correlate"}
 EXPECTED = {"ana": (16.0, "True"), "eve": (0.0, "False"), "max": (13.0, "True"), "zoe": (12.0, "False")}
@@ -44,8 +45,9 @@ def hub_class(hub_ready, tmp_path_factory, request):
         done = run_class(run, LEARNERS, autograde="formgrader")
     except HubError as err:
         pytest.fail(f"{err}\n--- hub log:\n{run.log_tail()}", pytrace=False)
-    print(f"\nhub class of {len(LEARNERS)}: " + ", ".join(f"{k} {v:.1f}" for k, v in done.times.items()),
-          file=sys.stderr)
+    print(
+        f"\nhub class of {len(LEARNERS)}: " + ", ".join(f"{k} {v:.1f}" for k, v in done.times.items()), file=sys.stderr
+    )
     return done
 
 
@@ -91,9 +93,13 @@ def test_grades_csv_has_the_score_and_the_passed_column(hub_class, user):
     assert row["passed"] == EXPECTED[user][1]
 
 
-@pytest.mark.parametrize("fmt, identity, passed", [
-    ("canvas", "SIS Login ID", {"True": "complete", "False": "incomplete"}),
-    ("moodle", "Username", {"True": "Pass", "False": "Fail"})])
+@pytest.mark.parametrize(
+    "fmt, identity, passed",
+    [
+        ("canvas", "SIS Login ID", {"True": "complete", "False": "incomplete"}),
+        ("moodle", "Username", {"True": "Pass", "False": "Fail"}),
+    ],
+)
 def test_the_class_s_gradebook_exports_for_the_lms(hub_class, fmt, identity, passed):
     rows = list(csv.DictReader(io.StringIO(export_grades(hub_class.run.klass.course / "gradebook.db", fmt))))
     learners = {row[identity]: row for row in rows if row[identity]}

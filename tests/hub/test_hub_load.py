@@ -7,24 +7,30 @@ Opt-in, as it takes minutes: GPUCOST_HUB_LOAD=1 (or `make hub-load`). The learne
 end-to-end test, by hand from the lab's 16 points: every answer 16 (passed), section 3 left out 13 (passed), sections 3
 and 4 left out 12 (not passed); one of them is the hostile notebook, 0 (not passed).
 """
+
 from __future__ import annotations
 
 import os
 import sys
 
 import pytest
-
 from classflow import HOSTILE, gradebook, run_class
 from hubrun import HubError, HubRun
 
 N = 30
 KINDS = ("full", "no_dominant", "no_dominant_correlate")
-EXPECTED = {"full": (16.0, "True"), "no_dominant": (13.0, "True"), "no_dominant_correlate": (12.0, "False"),
-            HOSTILE: (0.0, "False")}
+EXPECTED = {
+    "full": (16.0, "True"),
+    "no_dominant": (13.0, "True"),
+    "no_dominant_correlate": (12.0, "False"),
+    HOSTILE: (0.0, "False"),
+}
 LOAD_LIMIT_S = 900  # measured ~5 min on the 2-core development machine; 3x for a slower or busier one
 
-pytestmark = pytest.mark.skipif(not os.environ.get("GPUCOST_HUB_LOAD"),
-                                reason="the 30-learner hub class takes minutes: set GPUCOST_HUB_LOAD=1 (make hub-load)")
+pytestmark = pytest.mark.skipif(
+    not os.environ.get("GPUCOST_HUB_LOAD"),
+    reason="the 30-learner hub class takes minutes: set GPUCOST_HUB_LOAD=1 (make hub-load)",
+)
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +52,9 @@ def test_every_submission_is_collected_and_graded_with_its_score(big_class):
     assert sorted(p.name for p in (course / "submitted").iterdir()) == sorted(big_class.kinds)
     scores = gradebook(big_class.run)
     assert {u: s for u, (s, _) in scores.items()} == {u: EXPECTED[k][0] for u, k in big_class.kinds.items()}
-    assert {u: r["passed"] for u, r in big_class.grades.items()} == {u: EXPECTED[k][1]
-                                                                       for u, k in big_class.kinds.items()}
+    assert {u: r["passed"] for u, r in big_class.grades.items()} == {
+        u: EXPECTED[k][1] for u, k in big_class.kinds.items()
+    }
 
 
 def test_the_hostile_notebook_changed_nothing_else(big_class):

@@ -1,10 +1,10 @@
 """deploy/hub/hubctl.py without a hub: the class it lays out, and bad input as one line with status 2."""
+
 import json
 import subprocess
 import sys
 
 import pytest
-
 from hubrun import hubctl
 
 
@@ -25,11 +25,16 @@ def test_the_class_folder(tmp_path):
     assert (klass.state / "secrets.json").stat().st_mode & 0o077 == 0
 
 
-@pytest.mark.parametrize("args, named", [
-    (["--port", "0"], "port"), (["--learners", "0"], "learners"), (["--password", "short"], "password")])
+@pytest.mark.parametrize(
+    "args, named", [(["--port", "0"], "port"), (["--learners", "0"], "learners"), (["--password", "short"], "password")]
+)
 def test_bad_input_is_one_line_and_status_2(tmp_path, args, named):
-    done = subprocess.run([sys.executable, str(hubctl.HERE / "hubctl.py"), "prepare", "--state", str(tmp_path / "c"),
-                           *args], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, str(hubctl.HERE / "hubctl.py"), "prepare", "--state", str(tmp_path / "c"), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1 and named in done.stderr, done.stderr
 

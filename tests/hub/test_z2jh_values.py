@@ -1,6 +1,7 @@
 """deploy/hub/z2jh-values.yaml, the Zero to JupyterHub values for a large class: valid YAML that sets what
 deploy/hub/README.md says it sets (each setting of its table is there), with the course's image, the exchange on a
 shared volume mounted where every server's nbgrader looks for it, resource limits per learner and idle culling."""
+
 import ast
 import re
 from pathlib import Path
@@ -27,7 +28,7 @@ def _get(values: dict, dotted: str):
 def readme_settings() -> list[str]:
     """The settings in the first column of the README's Zero to JupyterHub table (`a.b.c` in backquotes)."""
     text = (HUB / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Several hundred learners"):]
+    section = text[text.index("## Several hundred learners") :]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     return [name for row in rows for name in re.findall(r"`([a-zA-Z]+(?:\.[a-zA-Z]+)+)`", row.split("|")[1])]
 
