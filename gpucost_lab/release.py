@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TextIO
 
-from ._validate import integer_at_least, one_of, output_file, positive
+from ._validate import integer_at_least, one_of, positive
+from .atomic import atomic_write, atomic_write_text
 from .compare import RatioVerdict
 from .contract import BenchmarkContract, ContractMismatch
 from .stats import Estimate, Interval, ratio_interval
@@ -294,49 +293,6 @@ def _independent_cost(baseline: CandidateResult, candidate: CandidateResult) -> 
                 "has no repeats to compare): pass Comparison.cost_to_target(...)"
             )
     return RatioVerdict(ratio_interval(candidate.cost_to_target_usd, baseline.cost_to_target_usd))
-
-
-# --------------------------------------------------------------------------------------------------
-# atomic writes
-
-
-def _fsync_directory(directory: Path) -> None:
-    """Make a rename in ``directory`` durable where the platform allows opening a folder (not Windows)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[TextIO], None]) -> Path:
-    """Write a text file atomically: ``write(f)`` fills a temporary file in the same folder, which is
-    flushed, fsynced and renamed over ``path`` with ``os.replace``; then the folder is fsynced.
-
-    If anything fails before the rename, ``path`` keeps its old content and the temporary file is removed.
-    """
-    path = output_file("path", path)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "x", encoding="utf-8", newline="\n") as f:
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)  # gone after a successful rename; removed after a failure
-    _fsync_directory(path.parent)
-    return path
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
-    """:func:`atomic_write` of a string."""
-    return atomic_write(path, lambda f: f.write(text))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -33,12 +33,12 @@ import io
 import json
 import os
 import random
-import uuid
 from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ._validate import integer_at_least, non_negative, output_file
+from .atomic import atomic_write_bytes
 from .roofline import bytes_per_element, linear_layer_cost, lookup
 
 # Copies. PCIe 4.0 x16 moves 31.5 GB/s per direction in theory; CUDA's bandwidthTest reaches about 25 GB/s
@@ -566,18 +566,10 @@ def trace_path(path: str | os.PathLike, name: str = "path") -> Path:
 
 
 def write_trace(config: SimConfig, path: str | os.PathLike) -> Path:
-    """Write the trace to ``path`` (``.json`` or ``.json.gz``) atomically: a temporary file in the same
-    folder, then ``os.replace``. Returns the path."""
+    """Write the trace to ``path`` (``.json`` or ``.json.gz``) atomically (:mod:`gpucost_lab.atomic`).
+    Returns the path."""
     path = trace_path(path)
-    data = trace_bytes(config, compress=path.name.endswith(".gz"))
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
+    return atomic_write_bytes(path, trace_bytes(config, compress=path.name.endswith(".gz")))
 
 
 __all__ = ["SCENARIOS", "SimConfig", "phase_totals_us", "simulate", "trace_bytes", "trace_path", "write_trace"]
