@@ -8,14 +8,23 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and fresh cloud machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help install lab lint test bench bench-table clean labs
+.PHONY: help install lab lint check test bench bench-table clean labs
 
 help:
-	@echo "make lab    install (first run only) and start JupyterLab on the course"
-	@echo "make test   install (first run only) and run every test, notebooks included"
-	@echo "make bench  run the benchmarks, save benchmarks/results/ and regenerate benchmarks/RESULTS.md's table"
+	@echo "make lab          install (first run only) and start JupyterLab on the course"
+	@echo "make test         install (first run only) and run every test, notebooks included (lint first)"
+	@echo "make check        the quick loop: lint and the unit tests, under a minute"
+	@echo "make lint         ruff check and ruff format --check (ruff format . applies the format)"
+	@echo "make install      create .venv and install the course, test and hub dependencies"
+	@echo "make labs         regenerate labs/ (what learners receive) from the nbgrader sources in solutions/"
+	@echo "make notebooks    re-sync the chapters and lab sources with their text forms in text/"
+	@echo "make bench        run the benchmarks, save benchmarks/results/ and regenerate benchmarks/RESULTS.md's table"
 	@echo "make bench-table  regenerate that table from the saved results only"
-	@echo "make clean  remove the virtual environment and caches"
+	@echo "make hub          a demo class on JupyterHub at http://127.0.0.1:8000/ (deploy/hub/README.md)"
+	@echo "make hub-proxy    install the hub's proxy (configurable-http-proxy, from npm) into deploy/hub/node_modules"
+	@echo "make hub-load     the end-to-end hub class with 30 learners submitting at once (minutes)"
+	@echo "make clean        remove every environment made here (.venv, .venv-hta, the hub's proxy and state) and caches"
+	@echo "make help         this list"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,12 +32,19 @@ $(BIN)/python:
 # constraints.txt pins torch to the exact release the course is tested with; see README "GPU".
 $(STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[course,test,hub]"
+	$(BIN)/python binder/install_lab_settings.py
 	@touch $@
 
 install: $(STAMP)
 
+# The course's JupyterLab settings (binder/overrides.json: no "get notified about Jupyter news?" prompt, no update
+# check), merged into the environment's overrides.json by binder/install_lab_settings.py; Binder's postBuild runs the
+# same. The server flags keep JupyterLab from fetching news or checking for updates at all.
+LAB_NO_NEWS := --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
+
 lab: install
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters \
+	@$(BIN)/python binder/install_lab_settings.py
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters $(LAB_NO_NEWS) \
 		--ServerApp.port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 # Lint and format check of the package, tests, benchmarks and deploy (settings in pyproject.toml, [tool.ruff]);
@@ -37,9 +53,19 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The quick loop while editing: the lint and the unit tests, under a minute on 2 cores. Left out by marker (declared
+# in pyproject.toml; tests/conftest.py marks whole files): notebook (a notebook executed), browser (Chromium), grading
+# (nbgrader or the sandboxed grader) and slow (a server, a fresh environment, a long computation). `make test` runs
+# them all. `pytest -m notebook` (or browser, grading, slow) runs one kind.
+CHECK_MARKERS := not notebook and not browser and not grading and not slow
+
+check: install lint
+	$(BIN)/python -m pytest -q -m "$(CHECK_MARKERS)" tests
+
+# Everything, notebooks included. Each chapter executes once per check, in tests/ (tests/chapter_runs.py): with the
+# reference answers (no cell fails), as committed and with wrong answers (exactly the graded checks fail).
 test: install hub-proxy lint
 	$(BIN)/python -m pytest tests
-	$(BIN)/python -m pytest --nbval-lax -p no:cacheprovider chapters
 
 # Regenerate labs/ (what learners receive) from the nbgrader sources in solutions/, one lab per folder, with the
 # settings in nbgrader_config.py. --no-db: releasing needs no gradebook, so none is written.
@@ -51,6 +77,13 @@ labs: install
 		$(BIN)/nbgrader generate_assignment "$$lab" --force --no-db --log-level=WARN || exit 1; \
 		echo "labs/$$lab/ regenerated from solutions/$$lab/"; \
 	done
+
+# Re-sync every notebook of chapters/ and solutions/ with its text form in text/ (MyST Markdown, paired in
+# jupytext.toml): the side edited last wins, then every cell gets its stable id (text/sync.py). Run it after
+# editing either side; tests/test_notebook_pairs.py fails while a pair is out of step.
+.PHONY: notebooks
+notebooks: install
+	$(BIN)/python text/sync.py
 
 # Comparisons against reference tools, each a ratio measured in the same run, or a bound (see benchmarks/RESULTS.md).
 # benchmarks/collect.py runs them (the list and each command: `benchmarks/collect.py --list`), saves each JSON line in
@@ -77,8 +110,9 @@ bench: install $(HTA_VENV)/.installed
 bench-table:
 	$(PYTHON) benchmarks/collect.py --render-only
 
+# Every environment the Makefile made; instructors' nbgrader state (gradebook.db, submitted/, ...) is kept.
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis *.egg-info
+	rm -rf $(VENV) $(HTA_VENV) $(HUB_DIR)/node_modules $(HUB_DIR)/state .pytest_cache .hypothesis .ruff_cache *.egg-info
 
 # The course on a JupyterHub (deploy/hub/README.md). The hub's proxy, configurable-http-proxy, is an npm package:
 # installed into deploy/hub/node_modules (ignored by git), never globally. Without npm the hub tests skip, loudly.

@@ -28,7 +28,7 @@ c.CourseDirectory.db_url = "sqlite:///" + os.path.join(ROOT, "gradebook.db")
 # so code in an answer cannot change a score (gpucost_lab.grading.execute). Each cell may run 30 s; a cell that
 # runs longer (an infinite loop) is interrupted and fails; the later cells still run and are graded, unless the
 # kernel no longer answers (code that broke it), and then every test is graded on the answers given before.
-from gpucost_lab.grading.autograde import autograde_steps  # noqa: E402
+from gpucost_lab.grading.course import autograde_steps  # noqa: E402
 
 autograde_steps(c)
 c.SandboxedExecute.timeout = 30
@@ -42,4 +42,4 @@ c.OverwriteCells.add_missing_cells = True
 
 # `nbgrader export` writes grades.csv with a `passed` column: True/False at 80% of the maximum score, or
 # "pending" while a submission still needs manual grading.
-c.ExportApp.plugin_class = "gpucost_lab.nbgrader_export.PassMarkExportPlugin"
+c.ExportApp.plugin_class = "gpucost_lab.grading.nbgrader_export.PassMarkExportPlugin"

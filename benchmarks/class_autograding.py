@@ -218,8 +218,8 @@ def main() -> None:
     parser.add_argument("--timeout", type=int, default=5, help="per-cell timeout (s), both ways (the loop's cost)")
     parser.add_argument("--min-ratio", type=float, default=3.5, help="target: grade_class rate / one-by-one rate")
     args = parser.parse_args()
-    from gpucost_lab.class_grading import default_workers, grade_class
     from gpucost_lab.grading import meets_pass_mark
+    from gpucost_lab.grading.classes import default_workers, grade_class
 
     if args.workers is None:
         args.workers = default_workers()

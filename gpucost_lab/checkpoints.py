@@ -16,6 +16,8 @@ from functools import lru_cache
 from importlib import resources
 from numbers import Real
 
+from ._validate import InputError
+
 
 def _normalise(answer: object) -> str:
     return " ".join(str(answer).strip().lower().split())
@@ -42,7 +44,7 @@ def _finite(name: str, value: object) -> float:
     except (TypeError, ValueError):
         x = math.nan
     if not math.isfinite(x):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
+        raise InputError(name, f"{name} must be a finite number, got {value!r}")
     return x
 
 
@@ -50,7 +52,7 @@ def _display_tolerance(expected: float, significant: int | None, decimals: int |
     """Half a unit of the last digit of ``expected`` as displayed, plus a float slack; 0.0 without a display."""
     for name, value, minimum in (("significant", significant, 1), ("decimals", decimals, 0)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
-            raise ValueError(f"{name} must be None or an integer >= {minimum}, got {value!r}")
+            raise InputError(name, f"{name} must be None or an integer >= {minimum}, got {value!r}")
     if significant is not None and decimals is not None:
         raise ValueError(
             f"give significant or decimals, not both; got significant={significant!r}, decimals={decimals!r}"
@@ -74,7 +76,9 @@ def _digits(significant: int | None, decimals: int | None) -> str:
 
 def _where(where: str | None) -> str:
     if where is not None and (not isinstance(where, str) or not where.strip()):
-        raise ValueError(f"where must be None or a non-empty text naming a cell, table or variable, got {where!r}")
+        raise InputError(
+            "where", f"where must be None or a non-empty text naming a cell, table or variable, got {where!r}"
+        )
     return where or "the chapter's figures"
 
 
@@ -100,7 +104,7 @@ def check_number(
     tolerance = _display_tolerance(e, significant, decimals)
     for name, value in (("rel_tol", rel_tol), ("abs_tol", abs_tol)):
         if _finite(name, value) < 0:
-            raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+            raise InputError(name, f"{name} must be a finite number >= 0, got {value!r}")
     source = _where(where)
     _require_answer(question, answer)
     if isinstance(answer, bool) or not isinstance(answer, Real) or not math.isfinite(float(answer)):

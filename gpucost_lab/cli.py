@@ -1,6 +1,7 @@
 """``gpucost-lab``: the course's tools on the command line. Every command takes ``--json``.
 
-Bad input prints one line on stderr and exits with status 2.
+Bad input prints one line on stderr and exits with status 2. A library's :class:`~gpucost_lab.InputError` names
+its field (``err.field``), which the line shows as the flag typed (``price_per_hour_usd`` as ``--price-per-hour``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import re
 import sys
 from collections.abc import Sequence
 
@@ -22,30 +22,23 @@ from . import (  # noqa: E402  (after the environment is set, before torch loads
     cli_export,
     cli_grading,
     cli_memory,
+    cli_pipeline,
     cost,
     grading,  # noqa: E402
     profile_to_cost,
     simulate,
     timeline,
 )
-from ._validate import output_file  # noqa: E402
+from ._validate import InputError, output_file  # noqa: E402
+from .cli_errors import FLAGS as _FLAGS  # noqa: E402, F401  (cli_export registers its flags here)
+from .cli_errors import error_line  # noqa: E402
+from .cli_errors import shown as _shown  # noqa: E402
 from .device import DEVICE_CHOICES  # noqa: E402
 from .plan import CANDIDATES  # noqa: E402
 from .simulate import SCENARIOS, SimConfig  # noqa: E402
 from .timeline.text import render_analysis  # noqa: E402
 
 EXIT_USAGE = 2
-
-
-def _shown(value: object) -> str:
-    """``value`` as text safe to print: control and other unprintable characters (a newline, an escape sequence,
-    a right-to-left override) are escaped, ``\\n``, ``\\x1b``, ``\\u202e``, so every name stays on its line."""
-    text = str(value)
-    return (
-        text
-        if text.isprintable()
-        else "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
-    )
 
 
 class _Parser(argparse.ArgumentParser):
@@ -152,6 +145,7 @@ def _add_grading_parsers(sub) -> None:
         p.add_argument("--json", action="store_true", help="print one JSON object")
     cli_grading.add_parser(sub)  # grade-class
     cli_export.add_export_grades(sub)  # export-grades
+    cli_pipeline.add_parser(sub)  # pipeline
 
 
 def _predict(args: argparse.Namespace) -> tuple[dict, str]:
@@ -197,43 +191,17 @@ def _profile_to_cost(args: argparse.Namespace) -> tuple[dict, str]:
     return out, "\n".join(lines)
 
 
-# Library errors name the Python field; the CLI user typed the flag.
-_FLAGS = {
-    "microbatch": "--microbatch",
-    "static_gb": "--static-gb",
-    "activation_gb_per_sample": "--activation-gb-per-sample",
-    "device_gb": "--device-gb",
-    "reserve_fraction": "--reserve",
-    "blocks": "--blocks",
-    "throughput_gain": "--throughput-gain",
-    "steps_change": "--steps-change",
-    "price_per_hour_usd": "--price-per-hour",
-    "baseline_hours": "--baseline-hours",
-    "window_hours": "--window-hours",
-    "repeats": "--repeats",
-    "rounds": "--rounds",
-    "device": "--device",
-    "top": "--top",
-    "scenario": "--scenario",
-    "candidate": "--candidate",
-    "registry": "--registry",
-    "report": "--report",
-    **{name: "--" + name.replace("_", "-") for name in SimConfig.__dataclass_fields__},
-}
-_FLAGS["output"] = "--output"  # simulate -o
-_FLAGS.update(cli_memory.FLAGS)  # ledger, fix-oom
-
-
 @contextlib.contextmanager
 def _writing(field: str, path: str | None):
-    """An OSError while writing ``path`` (a full disk, a folder made unwritable meanwhile) as a one-line ValueError;
+    """An OSError while writing ``path`` (a full disk, a folder made unwritable meanwhile) as a one-line InputError;
     the writers leave no half-written file."""
     try:
         yield
     except OSError as err:
-        raise ValueError(
+        raise InputError(
+            field,
             f"{field} {path!r} could not be written ({err.strerror or err}); allowed: a file path in "
-            f"an existing folder you may write to, on a disk with room"
+            f"an existing folder you may write to, on a disk with room",
         ) from None
 
 
@@ -250,7 +218,9 @@ def _diff(args: argparse.Namespace) -> tuple[dict, str]:
 
 def _simulate(args: argparse.Namespace) -> tuple[dict, str]:
     if args.scenario not in SCENARIOS:
-        raise ValueError(f"scenario must be one of {', '.join(map(repr, SCENARIOS))}, got {args.scenario!r}")
+        raise InputError(
+            "scenario", f"scenario must be one of {', '.join(map(repr, SCENARIOS))}, got {args.scenario!r}"
+        )
     knobs = {k: v for k, v in vars(args).items() if k in SimConfig.__dataclass_fields__ and v is not None}
     config = dataclasses.replace(SCENARIOS[args.scenario], **knobs)
     simulate.trace_path(args.output, "output")
@@ -277,7 +247,7 @@ def _grade(args: argparse.Namespace) -> tuple[dict, str]:
             source_root=args.source_root,
             feedback_dir=args.feedback_dir,
         )
-    except grading.GradingError as err:  # the source would not build: still one line and status 2
+    except grading.GradingError as err:  # nbgrader could not build the course or grade it: one line, status 2
         raise ValueError(str(err)) from None
     return report.to_dict(), report.text()
 
@@ -290,16 +260,6 @@ def _self_check(args: argparse.Namespace) -> tuple[dict, str]:
     return report.to_dict(), report.text()
 
 
-_FLAGS.update(
-    {
-        "student": "--student",
-        "learner": "--learner",
-        "assignment": "--assignment",
-        "source_root": "--source-root",
-        "timeout_s": "--timeout",
-    }
-)
-_FLAGS.update(cli_grading.FLAGS)  # grade-class
 # grade: 0 when the submission passes, 1 when it does not; self-check: 0 when the visible tests reach the pass mark.
 _EXIT_STATUS = {
     "grade": lambda out: 0 if out["passed"] else 1,
@@ -345,14 +305,6 @@ def _plan(args: argparse.Namespace) -> tuple[dict, str]:
     return out, "\n".join(lines)
 
 
-# the inputs named inside a message: a snake_case word (never English) or any input given as "name=value"
-_FIELD = re.compile(
-    r"\b(?:"
-    + "|".join(re.escape(k) for k in _FLAGS if "_" in k)
-    + r")\b|\b(?:"
-    + "|".join(re.escape(k) for k in _FLAGS)
-    + r")(?==)"
-)
 _COMMANDS = {
     "ledger": cli_memory.ledger_command,
     "fix-oom": cli_memory.fix_oom_command,
@@ -373,9 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         out, text = _COMMANDS[args.command](args)
     except ValueError as err:
-        field, _, rest = str(err).partition(" ")
-        rest = _FIELD.sub(lambda m: _FLAGS[m[0]], rest)  # every named input as the flag typed
-        print(_shown(f"gpucost-lab {args.command}: error: {_FLAGS.get(field, field)} {rest}"), file=sys.stderr)
+        print(error_line(args.command, err), file=sys.stderr)
         return EXIT_USAGE
     print(json.dumps(out, allow_nan=False) if args.json else text)
     return _EXIT_STATUS.get(args.command, lambda out: 0)(out)

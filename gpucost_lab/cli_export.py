@@ -1,4 +1,4 @@
-"""``gpucost-lab export-grades``: the class's grades in an LMS's import format (instructors; gpucost_lab.grade_export).
+"""``gpucost-lab export-grades``: the class's grades in an LMS's import format (instructors; grading.export).
 
 ``add_export_grades(subparsers)`` adds the subcommand to ``gpucost-lab``'s parser and registers its command and
 flags with :mod:`gpucost_lab.cli`, which prints bad input (a missing gradebook, an unknown format, a CSV without
@@ -11,7 +11,8 @@ import argparse
 import csv
 import io
 
-from .grade_export import FORMATS, export_grades
+from ._validate import InputError
+from .grading.export import FORMATS, export_grades
 
 # Library errors name the Python field; the CLI user typed the flag (or the positional argument).
 FLAGS = {
@@ -61,7 +62,7 @@ def _canvas_ids(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         name, sep, number = pair.partition("=")
         if not sep or not name or not number.strip().isdigit():
-            raise ValueError(f"canvas_ids must be ASSIGNMENT=ID with a numeric Canvas id, got {pair!r}")
+            raise InputError("canvas_ids", f"canvas_ids must be ASSIGNMENT=ID with a numeric Canvas id, got {pair!r}")
         ids[name] = number.strip()
     return ids
 

@@ -69,8 +69,8 @@ def _number(value) -> float | None:
 
 
 def grade_class_command(args: argparse.Namespace) -> tuple[dict, str]:
-    from .class_grading import default_workers, grade_class
     from .cli import _shown
+    from .grading.classes import default_workers, grade_class
 
     started = time.perf_counter()
     frame = grade_class(

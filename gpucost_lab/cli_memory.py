@@ -1,7 +1,7 @@
 """The memory commands of ``gpucost-lab`` (chapter 04): ``ledger`` and ``fix-oom``.
 
-Bad input raises ValueError naming the field; :mod:`gpucost_lab.cli` prints it as one line naming the flag and
-exits with status 2.
+Bad input raises :class:`~gpucost_lab.InputError` naming the field; :mod:`gpucost_lab.cli` prints it as one line
+naming the flag (:data:`FLAGS` maps this module's fields) and exits with status 2.
 """
 
 from __future__ import annotations
@@ -9,9 +9,14 @@ from __future__ import annotations
 import argparse
 
 from . import cost
+from ._validate import InputError
 from .memory import MemoryLedger
 from .memory_fixes import COURSE_SAMPLES_PER_NIGHT, COURSE_STEP_TIME_S, COURSE_WINDOW_HOURS, plan_fixes
 from .memory_model import (
+    COURSE_ACTIVATION_GB_PER_SAMPLE,
+    COURSE_STATIC_GB,
+    DEFAULT_DEVICE_GB,
+    DEFAULT_RESERVE_FRACTION,
     MICROBATCH_OVERHEAD_FRACTION,
     OPTIMIZERS,
     PRECISIONS,
@@ -21,10 +26,14 @@ from .memory_model import (
     static_memory,
 )
 
-COURSE_STATIC_GB = 3.2
-
 # Library errors name the Python field; the CLI user typed the flag.
 FLAGS = {
+    "microbatch": "--microbatch",
+    "static_gb": "--static-gb",
+    "activation_gb_per_sample": "--activation-gb-per-sample",
+    "device_gb": "--device-gb",
+    "reserve_fraction": "--reserve",
+    "blocks": "--blocks",
     "parameters": "--params",
     "precision": "--precision",
     "optimizer": "--optimizer",
@@ -62,9 +71,19 @@ def _add_ledger_inputs(p: argparse.ArgumentParser) -> None:
         default="fp32",
         help="the run's precision; mixed precisions halve the activations (2-byte elements)",
     )
-    p.add_argument("--activation-gb-per-sample", type=float, default=0.34, help="activations per sample, in fp32")
-    p.add_argument("--device-gb", type=float, default=24.0)
-    p.add_argument("--reserve", type=float, default=0.10, help="fraction of device memory kept free, in [0, 1)")
+    p.add_argument(
+        "--activation-gb-per-sample",
+        type=float,
+        default=COURSE_ACTIVATION_GB_PER_SAMPLE,
+        help="activations per sample, in fp32",
+    )
+    p.add_argument("--device-gb", type=float, default=DEFAULT_DEVICE_GB)
+    p.add_argument(
+        "--reserve",
+        type=float,
+        default=DEFAULT_RESERVE_FRACTION,
+        help="fraction of device memory kept free, in [0, 1)",
+    )
     p.add_argument("--blocks", type=int, default=10)
     p.add_argument(
         "--microbatch-overhead",
@@ -142,17 +161,19 @@ def _ledger_from(args: argparse.Namespace) -> tuple[MemoryLedger, dict | None]:
     )
     if args.parameters is None:
         if args.optimizer is not None:
-            raise ValueError(
+            raise InputError(
+                "optimizer",
                 f"optimizer counts static memory from a parameter count: give --params with it (with "
-                f"--static-gb the optimizer state is inside the GB), got optimizer={args.optimizer!r}"
+                f"--static-gb the optimizer state is inside the GB), got optimizer={args.optimizer!r}",
             )
         static_gb = COURSE_STATIC_GB if args.static_gb is None else args.static_gb
         ledger = MemoryLedger(static_gb=static_gb, activation_gb_per_sample=args.activation_gb_per_sample, **knobs)
         return ledger.with_precision(args.precision), None
     if args.static_gb is not None:
-        raise ValueError(
+        raise InputError(
+            "static_gb",
             f"static_gb must be left out when parameters are given (two ways to give static memory: "
-            f"give one), got static_gb={args.static_gb!r} with parameters={args.parameters!r}"
+            f"give one), got static_gb={args.static_gb!r} with parameters={args.parameters!r}",
         )
     static = static_memory(args.parameters, args.precision, args.optimizer or "adamw")
     ledger = MemoryLedger.from_parameters(
@@ -165,16 +186,19 @@ def ledger_command(args: argparse.Namespace) -> tuple[dict, str]:
     ledger, static = _ledger_from(args)
     if args.global_batch is not None:
         if args.microbatch is not None:
-            raise ValueError(
+            raise InputError(
+                "global_batch",
                 f"global_batch must be left out when microbatch is given (two ways to size the step: give "
                 f"one; the microbatch follows from the global batch and accumulation_steps), got "
-                f"global_batch={args.global_batch!r} with microbatch={args.microbatch!r}"
+                f"global_batch={args.global_batch!r} with microbatch={args.microbatch!r}",
             )
         result = ledger.at_global_batch(
             args.global_batch, accumulation_steps=args.accumulation_steps, recompute=args.recompute
         )
     elif args.microbatch is None:
-        raise ValueError("microbatch is required (or global_batch, samples per optimizer step), got neither")
+        raise InputError(
+            "microbatch", "microbatch is required (or global_batch, samples per optimizer step), got neither"
+        )
     else:
         k = 1 if args.accumulation_steps is None else args.accumulation_steps
         result = ledger.at(args.microbatch, recompute=args.recompute, accumulation_steps=k)
@@ -212,7 +236,7 @@ def ledger_command(args: argparse.Namespace) -> tuple[dict, str]:
             f"{static['weights_gb']:.2f} + gradients {static['gradients_gb']:.2f} + fp32 master "
             f"{static['master_weights_gb']:.2f} + optimizer state {static['optimizer_state_gb']:.2f} GB)"
         )
-    lines.append(result.table().to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    lines.append(result.table().reset_index().to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return out, "\n".join(lines)
 
 

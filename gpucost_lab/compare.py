@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from . import device as _device
-from ._validate import greater_than, integer_at_least
+from ._validate import InputError, greater_than, integer_at_least
 from .contract import BenchmarkContract
 from .stats import MAX_WIDTH_FACTOR, Estimate, Interval, RatioVerdict, combine  # the verdict rule lives in stats
 from .timing import Clock, Measurement
@@ -59,9 +59,10 @@ class Comparison:
     def __post_init__(self) -> None:
         n_b, n_c = len(self.baseline_block_times_s), len(self.candidate_block_times_s)
         if n_b != n_c or n_b < 4 or n_b % 2:
-            raise ValueError(
+            raise InputError(
+                "block",
                 f"block times must hold 2 per round for both sides, at least 2 rounds, got "
-                f"{n_b} baseline and {n_c} candidate blocks"
+                f"{n_b} baseline and {n_c} candidate blocks",
             )
         _check_orders(self.round_orders, n_b // 2, allow_empty=True)
         for side, times in (("baseline", self.baseline_block_times_s), ("candidate", self.candidate_block_times_s)):
@@ -166,7 +167,7 @@ class Comparison:
 def _steps(name: str, steps: Sequence[int] | int) -> Estimate | float:
     if isinstance(steps, (int, float)) and not isinstance(steps, bool):
         if not steps > 0:
-            raise ValueError(f"{name} must be > 0, got {steps!r}")
+            raise InputError(name, f"{name} must be > 0, got {steps!r}")
         return float(steps)
     steps = tuple(steps)
     if len(steps) == 1:
@@ -174,7 +175,7 @@ def _steps(name: str, steps: Sequence[int] | int) -> Estimate | float:
     try:
         return Estimate.of(steps)
     except ValueError as e:
-        raise ValueError(f"{name} must be counts > 0, one per seed, got {steps!r}") from e
+        raise InputError(name, f"{name} must be counts > 0, one per seed, got {steps!r}") from e
 
 
 def _as_measurement(contract: BenchmarkContract, times: tuple[float, ...]) -> Measurement:
@@ -226,7 +227,9 @@ def _check_orders(orders: Sequence[str], rounds: int, *, allow_empty: bool = Fal
     if allow_empty and not orders:
         return
     if len(orders) != rounds or any(o not in ROUND_ORDERS for o in orders):
-        raise ValueError(f"round_orders must be {rounds} entries, each one of {ROUND_ORDERS}, got {tuple(orders)!r}")
+        raise InputError(
+            "round_orders", f"round_orders must be {rounds} entries, each one of {ROUND_ORDERS}, got {tuple(orders)!r}"
+        )
 
 
 Side = tuple[Callable[[], object], BenchmarkContract, Callable[[], None]]

@@ -14,12 +14,13 @@ import os
 import platform
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
-from typing import NamedTuple
-
-import torch
+from typing import TYPE_CHECKING, NamedTuple
 
 from . import device as _device
-from ._validate import integer_at_least, one_of
+from ._validate import InputError, integer_at_least, one_of
+
+if TYPE_CHECKING:  # torch is imported where a contract is captured, not when this module is
+    import torch
 
 COUNTED_UNITS = ("samples", "tokens")
 FLOAT32_MATH = ("ieee", "tf32")  # how CUDA may run float32 matmuls and convolutions: IEEE FP32, or TF32 tensor cores
@@ -117,11 +118,15 @@ class BenchmarkContract:
         ``inputs`` holds tensors or shapes; ``units_per_step`` defaults to the first input's first
         dimension (the batch size, for samples).
         """
+        import torch
+
         device = _device.resolve_device(device)
         shapes = tuple(tuple(x.shape) if isinstance(x, torch.Tensor) else tuple(x) for x in inputs)
         if units_per_step is None:
             if not shapes or not shapes[0]:
-                raise ValueError("units_per_step must be given when inputs has no batch dimension, got None")
+                raise InputError(
+                    "units_per_step", "units_per_step must be given when inputs has no batch dimension, got None"
+                )
             units_per_step = shapes[0][0]
         if parameter_count is None:
             parameter_count = sum(p.numel() for p in model.parameters()) if model is not None else 0
@@ -156,7 +161,9 @@ class BenchmarkContract:
         names = {f.name for f in fields(cls)}
         if set(data) != names:
             missing, unknown = sorted(names - set(data)), sorted(set(data) - names)
-            raise ValueError(f"contract fields must be exactly {sorted(names)}; missing {missing}, unknown {unknown}")
+            raise InputError(
+                "contract", f"contract fields must be exactly {sorted(names)}; missing {missing}, unknown {unknown}"
+            )
         return cls(**data)
 
     @classmethod
@@ -182,7 +189,7 @@ class BenchmarkContract:
         allow = set(allow)
         unknown = allow - {f.name for f in fields(self)}
         if unknown:
-            raise ValueError(f"allow must name contract fields, got unknown {sorted(unknown)}")
+            raise InputError("allow", f"allow must name contract fields, got unknown {sorted(unknown)}")
         changes = [c for c in self.diff(other) if c.field not in allow]
         if changes:
             raise ContractMismatch(changes)
@@ -195,6 +202,8 @@ class BenchmarkContract:
 
 def environment(device: str = "cpu") -> dict:
     """The contract's hardware and software fields, read from the running machine and process."""
+    import torch
+
     gpu_name = gpu_memory_bytes = None
     if device.startswith("cuda"):
         props = torch.cuda.get_device_properties(device)
@@ -221,6 +230,8 @@ def float32_math() -> dict:
     The ``fp32_precision`` settings of torch 2.9 and later are read first: they resolve both ways of setting it,
     where the older getters refuse to answer once the two are mixed.
     """
+    import torch
+
     matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
     return {
         "float32_matmul": _tf32_or_ieee(matmul, lambda: matmul.allow_tf32),

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from ._validate import FLOAT_MAX, fraction, greater_than, positive, too_large
+from ._validate import FLOAT_MAX, InputError, fraction, greater_than, positive, too_large
 from .stats import Estimate, Interval, combine
 from .timing import Measurement
 
@@ -96,7 +96,9 @@ def measured_cost_to_target(
     else:
         counts = tuple(steps_to_target)
         if not counts or not all(isinstance(c, (int, float)) and not isinstance(c, bool) and c > 0 for c in counts):
-            raise ValueError(f"steps_to_target must be a count > 0 or counts > 0, one per seed, got {counts!r}")
+            raise InputError(
+                "steps_to_target", f"steps_to_target must be a count > 0 or counts > 0, one per seed, got {counts!r}"
+            )
         steps = Estimate.of(counts) if len(counts) >= 2 else float(counts[0])
     return combine((per_step, 1), (steps, 1))
 
@@ -137,7 +139,7 @@ def nightly_window(units: float, units_per_s: float | Estimate, window_hours: fl
 
 
 def _check_priced(baseline_hours: float, relative: float, price_per_hour_usd: float) -> None:
-    """ValueError naming the larger of the price and the hours when the candidate's hours or either cost overflow."""
+    """InputError naming the larger of the price and the hours when the candidate's hours or either cost overflow."""
     longest = baseline_hours * max(relative, 1.0)
     if math.isfinite(longest * price_per_hour_usd):
         return
@@ -168,8 +170,8 @@ def predict(
     """The cost predictor (chapter 03): relative cost and verdict, and the priced run when a baseline
     run length is given (time scales like cost at a fixed price).
 
-    Inputs whose results overflow (a relative cost, hours or dollars beyond the largest float) are refused with a
-    ValueError naming the input and the largest value it may take."""
+    Inputs whose results overflow (a relative cost, hours or dollars beyond the largest float) are refused with an
+    InputError naming the input and the largest value it may take."""
     positive("price_per_hour_usd", price_per_hour_usd)
     r = relative_cost(throughput_gain, steps_change)
     if not math.isfinite(r):
@@ -201,7 +203,7 @@ def predict(
     if window_hours is not None:
         positive("window_hours", window_hours)
         if baseline_hours is None:
-            raise ValueError("window_hours needs baseline_hours (the baseline run's length), got None")
+            raise InputError("window_hours", "window_hours needs baseline_hours (the baseline run's length), got None")
         out.update(
             window_hours=float(window_hours),
             baseline_fits_window=baseline_hours <= window_hours,

@@ -3,13 +3,16 @@
 CUDA launches are asynchronous: the Python call returns when the kernel is *queued*, not when it has
 run. A clock read without ``torch.cuda.synchronize()`` before it times the queueing. On the CPU, torch
 operators run synchronously, so the synchronization is an explicit no-op.
+
+torch is imported only where a device has to be asked about ("auto", "cuda"): a CPU-only caller, such as a phase
+timer on a simulated clock, never pays for importing it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import torch
+from ._validate import InputError
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda")
 
@@ -17,17 +20,26 @@ DEVICE_CHOICES = ("auto", "cpu", "cuda")
 def resolve_device(name: str = "auto") -> str:
     """Return ``"cpu"`` or ``"cuda"`` (or ``"cuda:N"``) for ``name``; "auto" prefers CUDA when present."""
     if not isinstance(name, str) or not (name in DEVICE_CHOICES or name.startswith("cuda:")):
-        raise ValueError(f"device must be one of {', '.join(map(repr, DEVICE_CHOICES))} (or 'cuda:N'), got {name!r}")
+        raise InputError(
+            "device", f"device must be one of {', '.join(map(repr, DEVICE_CHOICES))} (or 'cuda:N'), got {name!r}"
+        )
+    if name == "cpu":
+        return name
+    import torch
+
     if name == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if name.startswith("cuda"):
         if not torch.cuda.is_available():
-            raise ValueError(f"device {name!r} was asked for but CUDA is not available here; allowed: 'auto', 'cpu'")
+            raise InputError(
+                "device", f"device {name!r} was asked for but CUDA is not available here; allowed: 'auto', 'cpu'"
+            )
         if ":" in name:
             index = name.split(":", 1)[1]
             if not index.isdigit() or int(index) >= torch.cuda.device_count():
-                raise ValueError(
-                    f"device {name!r} does not exist; this machine has {torch.cuda.device_count()} CUDA device(s)"
+                raise InputError(
+                    "device",
+                    f"device {name!r} does not exist; this machine has {torch.cuda.device_count()} CUDA device(s)",
                 )
     return name
 
@@ -39,6 +51,8 @@ def _cpu_synchronize() -> None:
 def synchronizer(device: str) -> Callable[[], None]:
     """The function to call before every clock read on ``device``."""
     if device.startswith("cuda"):
+        import torch
+
         return lambda: torch.cuda.synchronize(device)
     return _cpu_synchronize
 

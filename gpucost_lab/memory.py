@@ -5,6 +5,8 @@ resident for the whole step. Activations saved for backward grow block by block 
 pass and peak at the last block, so the step's peak is ``static + activations per sample x microbatch``.
 The budget keeps a reserve for the allocator's fragmentation and the framework's workspace.
 Build a ledger from a real model with :func:`gpucost_lab.model_memory.measure_model_memory`.
+What :meth:`MemoryLedger.at` returns, :class:`LedgerResult` and its rows, is in :mod:`gpucost_lab.memory_result`;
+the course's example figures are in :mod:`gpucost_lab.memory_model`; both are importable from here.
 
 Activation checkpointing (``checkpointing=True``): each block keeps only its input for backward
 (``checkpoint_keep_fraction`` of the activations the block would otherwise save), and backward
@@ -41,13 +43,16 @@ of real steps (``benchmarks/ledger_accuracy.py``, RESULTS.md):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
-import pandas as pd
-
-from ._validate import FLOAT_MAX, fraction, integer_at_least, non_negative, positive, too_large
+from ._validate import FLOAT_MAX, InputError, fraction, integer_at_least, non_negative, positive, too_large
 from .memory_model import (
+    COURSE_ACTIVATION_GB_PER_SAMPLE,
+    COURSE_STATIC_GB,
+    DEFAULT_DEVICE_GB,
+    DEFAULT_RESERVE_FRACTION,
     MICROBATCH_OVERHEAD_FRACTION,
+    RECOMPUTE_STEP_TIME_FACTOR,
     SELECTIVE_EXTRA_COMPUTE,
     SELECTIVE_SAVING_FRACTION,
     accumulation_step_time_factor,
@@ -59,6 +64,20 @@ from .memory_model import (
     recompute_step_time_factor,
     static_memory,
 )
+from .memory_result import LedgerBlock, LedgerResult
+
+__all__ = [
+    "COURSE_ACTIVATION_GB_PER_SAMPLE",
+    "COURSE_STATIC_GB",
+    "DEFAULT_DEVICE_GB",
+    "DEFAULT_RESERVE_FRACTION",
+    "MAX_BLOCKS",
+    "MAX_MICROBATCH",
+    "RECOMPUTE_STEP_TIME_FACTOR",
+    "LedgerBlock",
+    "LedgerResult",
+    "MemoryLedger",
+]
 
 _TOLERANCE_GB = 1e-9  # one byte: absorbs float rounding at the exact budget edge
 # The ledger prints a row per block: real models have at most a few hundred blocks (layers), and 1,000 rows are
@@ -75,75 +94,6 @@ MAX_MICROBATCH = 10**12
 
 
 @dataclass(frozen=True)
-class LedgerBlock:
-    """One row of the ledger: the memory resident once the forward pass has run through ``block``."""
-
-    block: int
-    activations_gb: float
-    total_gb: float
-    state: str  # "fits" or "over budget"
-
-
-@dataclass(frozen=True)
-class LedgerResult:
-    """The ledger evaluated at one microbatch size."""
-
-    microbatch: int
-    budget_gb: float
-    peak_gb: float
-    fits: bool
-    headroom_gb: float
-    max_microbatch: int
-    blocks: tuple[LedgerBlock, ...]
-    # activation checkpointing (see the module docstring); the defaults describe a ledger without it
-    checkpointing: bool = False
-    recompute_step_time_factor: float = 1.0  # step time relative to no checkpointing
-    recompute: LedgerBlock | None = None  # backward's peak row: recomputing the last block
-    checkpointing_saves_gb: float = 0.0  # peak without checkpointing - this peak
-    # the other knobs (module doc); the defaults describe the simplified ledger
-    recomputation: str = "none"  # "none", "selective" or "full" (checkpointing is "full")
-    precision: str = "fp32"
-    accumulation_steps: int = 1
-    global_batch: int = 0  # samples per optimizer step: microbatch x accumulation_steps unless given
-    step_time_factor: float = 1.0  # optimizer-step time over one batch of the global batch without recomputation
-    backward: LedgerBlock | None = None  # without recomputation, the whole step's backward peak row (module doc)
-
-    @property
-    def rows(self) -> tuple[LedgerBlock, ...]:
-        """Every row in the order memory is reached: the forward rows, then the recompute row (if any)."""
-        last = self.recompute if self.recompute is not None else self.backward
-        return self.blocks if last is None else (*self.blocks, last)
-
-    @property
-    def first_over_budget(self) -> LedgerBlock | None:
-        """The first row whose resident memory crosses the budget, or None when the step fits."""
-        return next((b for b in self.rows if b.state != "fits"), None)
-
-    def table(self) -> pd.DataFrame:
-        """The per-block rows as a DataFrame (the nonvisual view of the slider).
-
-        With recomputation a ``phase`` column tells the forward rows from the backward recompute row.
-        """
-        if self.recompute is None and self.backward is None:
-            return pd.DataFrame([asdict(b) for b in self.blocks])
-        phases = ["forward"] * len(self.blocks) + ["backward recompute" if self.recompute is not None else "backward"]
-        return pd.DataFrame([{**asdict(b), "phase": p} for b, p in zip(self.rows, phases)])
-
-    def to_dict(self) -> dict:
-        """JSON-ready dict with the CLI's keys (the recomputation keys only with recomputation)."""
-        d = asdict(self)
-        d["blocks"] = [asdict(b) for b in self.blocks]
-        if self.backward is None:
-            del d["backward"]
-        if self.recompute is not None:
-            d["recompute"] = asdict(self.recompute)
-        else:
-            for key in ("checkpointing", "recompute_step_time_factor", "recompute", "checkpointing_saves_gb"):
-                del d[key]
-        return d
-
-
-@dataclass(frozen=True)
 class MemoryLedger:
     """Training-memory budget of one device (chapter 04).
 
@@ -153,8 +103,8 @@ class MemoryLedger:
 
     static_gb: float  # weights + gradients + optimizer state, resident all step
     activation_gb_per_sample: float  # activations saved for backward, per sample, all blocks together
-    device_gb: float = 24.0  # device memory
-    reserve_fraction: float = 0.10  # kept free for fragmentation and workspace, in [0, 1)
+    device_gb: float = DEFAULT_DEVICE_GB  # device memory
+    reserve_fraction: float = DEFAULT_RESERVE_FRACTION  # kept free for fragmentation and workspace, in [0, 1)
     blocks: int = 10  # equal-sized blocks the activations accumulate over
     # with checkpointing: a block's input as a fraction of the activations the block saves, in (0, 1]
     checkpoint_keep_fraction: float = 0.1
@@ -184,9 +134,10 @@ class MemoryLedger:
         fraction("microbatch_overhead_fraction", self.microbatch_overhead_fraction)
         non_negative("gradient_gb", self.gradient_gb)
         if self.gradient_gb > self.static_gb:
-            raise ValueError(
+            raise InputError(
+                "gradient_gb",
                 f"gradient_gb must be at most static_gb={self.static_gb!r} (the gradients are part of "
-                f"static memory), got {self.gradient_gb!r}"
+                f"static memory), got {self.gradient_gb!r}",
             )
         non_negative("backward_working_gb_per_sample", self.backward_working_gb_per_sample)
 
@@ -226,7 +177,9 @@ class MemoryLedger:
             return "full" if checkpointing else "none"
         mode = check_recompute(recompute)
         if checkpointing and mode != "full":
-            raise ValueError(f"recompute must be 'full' or None with checkpointing=True, got {recompute!r}")
+            raise InputError(
+                "recompute", f"recompute must be 'full' or None with checkpointing=True, got {recompute!r}"
+            )
         return mode
 
     def _keep(self, mode: str) -> float:
@@ -270,7 +223,7 @@ class MemoryLedger:
         return self._peak(microbatch, mode, k)
 
     def _check_finite(self, microbatch: int) -> None:
-        """ValueError naming the input when a row of the ledger at ``microbatch`` would overflow."""
+        """InputError naming the input when a row of the ledger at ``microbatch`` would overflow."""
         a, m, static = self.activation_gb_per_sample, microbatch, self.static_gb
         if math.isfinite(a * m * self.blocks) and math.isfinite(static + a * m):  # the rows' largest terms
             return

@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
-from ._validate import FLOAT_MAX, integer_at_least, positive, too_large
+from ._validate import FLOAT_MAX, InputError, integer_at_least, positive, too_large
 from .cost import DEFAULT_PRICE_PER_HOUR_USD, nightly_window
 from .memory import MAX_MICROBATCH, MemoryLedger
 from .memory_model import ACTIVATION_BYTES, PRECISIONS, RECOMPUTE_MODES
@@ -92,8 +92,10 @@ class FixPlan:
         return d
 
     def table(self) -> pd.DataFrame:
-        """One row per fix, cheapest first (the text view of the plan)."""
-        return pd.DataFrame([f.to_dict() for f in self.fixes], columns=list(Fix.__dataclass_fields__))
+        """One row per fix, cheapest first, indexed by ``rank`` from 1 as :meth:`text` numbers them."""
+        table = pd.DataFrame([f.to_dict() for f in self.fixes], columns=list(Fix.__dataclass_fields__))
+        table.index = pd.RangeIndex(1, len(table) + 1, name="rank")
+        return table
 
     def text(self) -> str:
         head = (
@@ -165,9 +167,10 @@ def plan_fixes(
     """
     b = integer_at_least("global_batch", global_batch, 1, MAX_MICROBATCH)
     if (step_time_s is None) == (samples_per_s is None):
-        raise ValueError(
+        raise InputError(
+            "step_time_s",
             f"step_time_s or samples_per_s gives the baseline: give exactly one, got "
-            f"step_time_s={step_time_s!r} and samples_per_s={samples_per_s!r}"
+            f"step_time_s={step_time_s!r} and samples_per_s={samples_per_s!r}",
         )
     if step_time_s is not None:
         step_s = positive("step_time_s", step_time_s)

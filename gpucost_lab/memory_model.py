@@ -82,6 +82,14 @@ RECOMPUTE_STEP_TIME_FACTOR = 4.0 / 3.0
 # this course's 2-core CPU.
 MICROBATCH_OVERHEAD_FRACTION = 0.15
 
+# The course's ledger (chapter 04), the defaults of MemoryLedger, the CLI's `ledger` and the ledger widget: 3.2 GB
+# static and 0.34 GB of activations per sample on a 24 GB device keeping 10% free (fragmentation and workspace): a
+# 21.6 GB budget, in which 54 samples fit.
+COURSE_STATIC_GB = 3.2
+COURSE_ACTIVATION_GB_PER_SAMPLE = 0.34
+DEFAULT_DEVICE_GB = 24.0
+DEFAULT_RESERVE_FRACTION = 0.10
+
 
 @dataclass(frozen=True)
 class StaticMemory:

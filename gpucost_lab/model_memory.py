@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
-from ._validate import integer_at_least
+from ._validate import InputError, integer_at_least
+from .memory_model import DEFAULT_DEVICE_GB, DEFAULT_RESERVE_FRACTION
 
 if TYPE_CHECKING:
     from .memory import MemoryLedger
@@ -50,7 +51,7 @@ def storage_bytes(tensors: Iterable[torch.Tensor], exclude: frozenset[StorageKey
 def _forward_saving(model: nn.Module, inputs: tuple[Any, ...]) -> tuple[Any, int]:
     """Run ``model(*inputs)`` with grad enabled; return its output and the saved-for-backward bytes."""
     if not inputs:
-        raise ValueError("inputs must hold at least one input for the forward pass, got ()")
+        raise InputError("inputs", "inputs must hold at least one input for the forward pass, got ()")
     saved: list[torch.Tensor] = []
 
     def pack(t: torch.Tensor) -> torch.Tensor:
@@ -96,8 +97,8 @@ class ModelMemory:
 
     def ledger(
         self,
-        device_gb: float = 24.0,
-        reserve_fraction: float = 0.10,
+        device_gb: float = DEFAULT_DEVICE_GB,
+        reserve_fraction: float = DEFAULT_RESERVE_FRACTION,
         blocks: int = 10,
         *,
         whole_step: bool = False,
@@ -113,9 +114,10 @@ class ModelMemory:
 
         if whole_step:
             if self.backward_working_bytes is None:
-                raise ValueError(
+                raise InputError(
+                    "whole_step",
                     "whole_step=True needs backward_working_bytes, got None: measure with "
-                    "measure_model_memory(..., backward_working=True)"
+                    "measure_model_memory(..., backward_working=True)",
                 )
             kwargs = dict(
                 gradient_gb=self.gradient_bytes / BYTES_PER_GB,
@@ -162,15 +164,19 @@ def measure_model_memory(
     """
     inputs = tuple(inputs)
     if not inputs:
-        raise ValueError("inputs must hold at least one input for the forward pass, got ()")
+        raise InputError("inputs", "inputs must hold at least one input for the forward pass, got ()")
     if batch_size is None:
         first = inputs[0]
         if not isinstance(first, torch.Tensor) or first.dim() == 0:
-            raise ValueError(f"batch_size must be given when inputs[0] has no first dimension, got {first!r}")
+            raise InputError(
+                "batch_size", f"batch_size must be given when inputs[0] has no first dimension, got {first!r}"
+            )
         batch_size = first.shape[0]
     batch_size = integer_at_least("batch_size", batch_size, 1)
     if not any(p.requires_grad for p in model.parameters()):
-        raise ValueError(f"model must have at least one trainable parameter, got {type(model).__name__} with none")
+        raise InputError(
+            "model", f"model must have at least one trainable parameter, got {type(model).__name__} with none"
+        )
 
     work = copy.deepcopy(model).train()
     params = list(work.parameters())
@@ -178,7 +184,7 @@ def measure_model_memory(
     output, saved_bytes = _forward_saving(work, inputs)
     loss = _loss(output, loss_fn)
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-        raise ValueError(f"loss_fn must return a one-element tensor, got {loss!r}")
+        raise InputError("loss_fn", f"loss_fn must return a one-element tensor, got {loss!r}")
     loss.backward()
     optimizer.step()
 
@@ -215,11 +221,19 @@ def _backward_working_bytes(model: nn.Module, inputs: tuple[Any, ...], loss_fn) 
         return max(0, torch.cuda.max_memory_allocated(device) - before)
     from torch.profiler import ProfilerActivity, profile, record_function
 
+    from .profiling import quiet_profiler_log
+
     # the forward runs inside the profiler too: the profiler records no free of a block allocated before it started
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with quiet_profiler_log():  # `with profile(...)` without the profiler's log lines on stderr
+        prof.start()
+    try:
         loss = _loss(model(*inputs), loss_fn)
         with record_function("gpucost_lab: backward"):
             loss.backward()
+    finally:
+        with quiet_profiler_log():
+            prof.stop()
     events = list(prof.profiler.kineto_results.events())
     start = next(e.start_ns() for e in events if e.name() == "gpucost_lab: backward")
     total, before, peak = 0, None, None

@@ -1,13 +1,14 @@
 """Profile a training loop by phase and turn the balance into a decision (chapter 05, "profile to decision", and
 the lab "Profile a Training Loop").
 
-A training loop spends its wall time in a few phases: "data" (waiting for the next batch), "forward_backward"
-(the step itself), "eval", "checkpoint" and "logging". :class:`PhaseTimer` wraps each in ``with
+A training loop spends its wall time in a few phases, :data:`PHASES`: "data" (waiting for the next batch),
+"forward_backward" (the step itself), "eval", "checkpoint" and "logging". :class:`PhaseTimer` wraps each in ``with
 timer.phase(name):`` and synchronizes the device before *both* clock reads, so queued GPU work is charged to the
 phase that launched it, not to whichever phase happens to wait for it. Phases partition time: they cannot nest,
 and wall time outside every phase shows up as an "unaccounted" row instead of vanishing.
 
-The balance answers "where does the money go?" (seconds x the price per accelerator-hour, a stated assumption);
+The balance (:func:`balance_table`, the one table every balance in the course is built by) answers "where does
+the money go?" (seconds x the price per accelerator-hour, a stated assumption);
 :func:`what_if` answers "what is a lever worth?" the way Amdahl's law does: removing a fraction f of a phase that
 takes a share s of the wall time saves f x s of it, so optimising a 3% phase can never save more than 3%.
 :data:`LEVERS` names the usual lever for each canonical phase. :func:`latency_percentiles` and
@@ -18,18 +19,20 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
 
 from . import device as _device
-from ._validate import fraction, positive
+from ._validate import InputError, fraction, positive
 from .cost import DEFAULT_PRICE_PER_HOUR_USD, SECONDS_PER_HOUR
 
+PHASES = ("data", "forward_backward", "eval", "checkpoint", "logging")  # a training loop's canonical phases
+DATA, FORWARD_BACKWARD, EVAL, CHECKPOINT, LOGGING = PHASES
 UNACCOUNTED = "unaccounted"  # the balance's row for wall time outside every phase; not a valid phase name
 # Gaps smaller than this share of the wall time are float rounding of adjacent phases, not time outside them.
 UNACCOUNTED_REL_TOL = 1e-9
@@ -37,18 +40,59 @@ BALANCE_COLUMNS = ["phase", "seconds", "share", "calls", "cost_usd"]
 INTERVAL_COLUMNS = ["phase", "start_s", "end_s", "duration_s"]
 
 LEVERS: dict[str, str] = {
-    "data": "more data-loader workers, prefetching and pinned memory: the next batch ready before it is asked for",
-    "forward_backward": "a larger batch or fused kernels if launch-bound; mixed precision if compute-bound",
-    "eval": "evaluate less often, or on a smaller held-out subset",
-    "checkpoint": "checkpoint less often, or asynchronously (snapshot to host memory, write in the background)",
-    "logging": "log less often; do not call .item() (a device sync) every step",
+    DATA: "more data-loader workers, prefetching and pinned memory: the next batch ready before it is asked for",
+    FORWARD_BACKWARD: "a larger batch or fused kernels if launch-bound; mixed precision if compute-bound",
+    EVAL: "evaluate less often, or on a smaller held-out subset",
+    CHECKPOINT: "checkpoint less often, or asynchronously (snapshot to host memory, write in the background)",
+    LOGGING: "log less often; do not call .item() (a device sync) every step",
 }
+
+
+def balance_table(
+    seconds: Mapping[str, float],
+    calls: Mapping[str, int],
+    wall_s: float,
+    price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD,
+) -> pd.DataFrame:
+    """The phase balance: one row per phase of ``seconds`` (entered ``calls[phase]`` times), most seconds first
+    (equal seconds keep ``seconds``' order), then "unaccounted" (``wall_s`` outside every phase) when there is any:
+    ``phase, seconds, share, calls, cost_usd``. share = seconds / ``wall_s``; cost_usd = seconds x
+    ``price_per_hour_usd`` / 3600, the price being the stated assumption.
+
+    :meth:`PhaseTimer.balance` and the simulated loop's true balance
+    (:meth:`gpucost_lab.training_sim.SimulatedTrainingLoop.reference_balance`) are both this table.
+    """
+    price = positive("price_per_hour_usd", price_per_hour_usd)
+    if not isinstance(seconds, Mapping) or not seconds:
+        raise InputError("seconds", f"seconds must be a non-empty mapping of phase -> seconds, got {seconds!r}")
+    if not isinstance(calls, Mapping) or set(calls) != set(seconds):
+        raise InputError(
+            "calls", f"calls must map the same phases as seconds ({', '.join(map(repr, seconds))}), got {calls!r}"
+        )
+    for name, s in seconds.items():
+        if not isinstance(name, str) or not name or name == UNACCOUNTED:
+            raise InputError("phase", f"phase name must be a non-empty string other than {UNACCOUNTED!r}, got {name!r}")
+        if isinstance(s, bool) or not isinstance(s, Real) or not math.isfinite(s) or s < 0:
+            raise ValueError(f"seconds[{name!r}] must be a finite number >= 0, got {s!r}")
+        n = calls[name]
+        if isinstance(n, bool) or not isinstance(n, Integral) or n < 0:
+            raise ValueError(f"calls[{name!r}] must be an integer >= 0, got {n!r}")
+    if isinstance(wall_s, bool) or not isinstance(wall_s, Real) or not wall_s > 0 or not math.isfinite(wall_s):
+        raise InputError("wall_s", f"wall_s must be > 0 to share it out, got {wall_s!r}: the clock did not advance")
+    rows = sorted(((name, float(s), int(calls[name])) for name, s in seconds.items()), key=lambda r: -r[1])  # stable
+    unaccounted = wall_s - sum(r[1] for r in rows)
+    if unaccounted > UNACCOUNTED_REL_TOL * wall_s:
+        rows.append((UNACCOUNTED, unaccounted, 0))
+    frame = pd.DataFrame(rows, columns=["phase", "seconds", "calls"]).astype({"seconds": float, "calls": int})
+    frame["share"] = frame["seconds"] / wall_s
+    frame["cost_usd"] = frame["seconds"] * price / SECONDS_PER_HOUR
+    return frame[BALANCE_COLUMNS]
 
 
 def suggest_lever(phase: str) -> str:
     """The usual lever for one of the canonical phases in :data:`LEVERS`."""
     if phase not in LEVERS:
-        raise ValueError(f"phase must be one of {', '.join(map(repr, LEVERS))}, got {phase!r}")
+        raise InputError("phase", f"phase must be one of {', '.join(map(repr, LEVERS))}, got {phase!r}")
     return LEVERS[phase]
 
 
@@ -68,11 +112,11 @@ class PhaseTimer:
         device: str = "cpu",
     ):
         if not callable(clock):
-            raise ValueError(f"clock must be a callable returning seconds, got {clock!r}")
+            raise InputError("clock", f"clock must be a callable returning seconds, got {clock!r}")
         if synchronize is None:
             synchronize = _device.synchronizer(_device.resolve_device(device))
         elif not callable(synchronize):
-            raise ValueError(f"synchronize must be a callable or None, got {synchronize!r}")
+            raise InputError("synchronize", f"synchronize must be a callable or None, got {synchronize!r}")
         self._clock, self._synchronize = clock, synchronize
         self._records: list[tuple[str, float, float]] = []
         self._active: str | None = None
@@ -81,18 +125,19 @@ class PhaseTimer:
         self._synchronize()
         now = self._clock()
         if isinstance(now, bool) or not isinstance(now, Real) or not math.isfinite(now):
-            raise ValueError(f"clock must return a finite number of seconds, got {now!r}")
+            raise InputError("clock", f"clock must return a finite number of seconds, got {now!r}")
         return float(now)
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
         """Time the block as phase ``name``; the time is recorded even if the block raises."""
         if not isinstance(name, str) or not name or name == UNACCOUNTED:
-            raise ValueError(f"phase name must be a non-empty string other than {UNACCOUNTED!r}, got {name!r}")
+            raise InputError("phase", f"phase name must be a non-empty string other than {UNACCOUNTED!r}, got {name!r}")
         if self._active is not None:
-            raise ValueError(
+            raise InputError(
+                "phase",
                 f"phase {name!r} was started inside phase {self._active!r}: phases partition the wall "
-                f"time and cannot nest; end {self._active!r} first"
+                f"time and cannot nest; end {self._active!r} first",
             )
         self._active = name
         try:
@@ -102,7 +147,7 @@ class PhaseTimer:
             finally:
                 end = self._read()
                 if end < start:
-                    raise ValueError(f"clock went backwards in phase {name!r}: {start!r} s, then {end!r} s")
+                    raise InputError("clock", f"clock went backwards in phase {name!r}: {start!r} s, then {end!r} s")
                 self._records.append((name, start, end))
         finally:
             self._active = None
@@ -140,27 +185,21 @@ class PhaseTimer:
         """The phase with the most seconds (on a tie, the one recorded first)."""
         seconds = self.seconds
         if not seconds:
-            raise ValueError("timer has recorded no phases yet; time the loop with `with timer.phase(name):` first")
+            raise InputError(
+                "timer", "timer has recorded no phases yet; time the loop with `with timer.phase(name):` first"
+            )
         return max(seconds, key=seconds.__getitem__)  # max keeps the first of equal keys
 
     def balance(self, price_per_hour_usd: float = DEFAULT_PRICE_PER_HOUR_USD) -> pd.DataFrame:
-        """One row per phase, most seconds first, then "unaccounted" (wall time outside every phase) when there
-        is any: ``phase, seconds, share, calls, cost_usd``. share = seconds / wall_s; cost_usd = seconds x
-        ``price_per_hour_usd`` / 3600, the price being the stated assumption."""
+        """One row per phase, most seconds first (on a tie, the one recorded first), then "unaccounted" (wall time
+        outside every phase) when there is any: ``phase, seconds, share, calls, cost_usd``, by
+        :func:`balance_table`. share = seconds / wall_s; cost_usd = seconds x ``price_per_hour_usd`` / 3600."""
         price = positive("price_per_hour_usd", price_per_hour_usd)
-        seconds, calls, wall = self.seconds, self.calls, self.wall_s
-        if not seconds:
-            raise ValueError("timer has recorded no phases yet; time the loop with `with timer.phase(name):` first")
-        if wall <= 0:
-            raise ValueError(f"wall_s must be > 0 to share it out, got {wall!r}: the clock did not advance")
-        rows = sorted(((name, s, calls[name]) for name, s in seconds.items()), key=lambda r: -r[1])  # stable
-        unaccounted = wall - sum(seconds.values())
-        if unaccounted > UNACCOUNTED_REL_TOL * wall:
-            rows.append((UNACCOUNTED, unaccounted, 0))
-        frame = pd.DataFrame(rows, columns=["phase", "seconds", "calls"]).astype({"seconds": float, "calls": int})
-        frame["share"] = frame["seconds"] / wall
-        frame["cost_usd"] = frame["seconds"] * price / SECONDS_PER_HOUR
-        return frame[BALANCE_COLUMNS]
+        if not self._records:
+            raise InputError(
+                "timer", "timer has recorded no phases yet; time the loop with `with timer.phase(name):` first"
+            )
+        return balance_table(self.seconds, self.calls, self.wall_s, price)
 
 
 @dataclass(frozen=True)
@@ -188,13 +227,16 @@ def what_if(
     removing 75% of eval saves 22.5 s, leaving 77.5 s (22.5% less), $0.013125 at $2.10/h.
     """
     if not isinstance(balance, pd.DataFrame) or not {"phase", "seconds"} <= set(balance.columns):
-        raise ValueError(
+        raise InputError(
+            "balance",
             f"balance must be a DataFrame with columns 'phase' and 'seconds' (PhaseTimer.balance()), "
-            f"got {type(balance).__name__}"
+            f"got {type(balance).__name__}",
         )
     phases = list(balance["phase"])
     if phase not in phases:
-        raise ValueError(f"phase must be one of the balance's phases {', '.join(map(repr, phases))}, got {phase!r}")
+        raise InputError(
+            "phase", f"phase must be one of the balance's phases {', '.join(map(repr, phases))}, got {phase!r}"
+        )
     f = fraction("fraction_removed", fraction_removed, include_zero=False, include_one=True)
     price = positive("price_per_hour_usd", price_per_hour_usd)
     wall = float(balance["seconds"].sum())
@@ -212,13 +254,13 @@ def latency_percentiles(latencies_s: Iterable[float]) -> dict:
     90 + 0.1 x (91 - 90) = 90.1 ms.
     """
     if isinstance(latencies_s, (str, bytes)):
-        raise ValueError(f"latencies_s must be numbers of seconds, got {latencies_s!r}")
+        raise InputError("latencies_s", f"latencies_s must be numbers of seconds, got {latencies_s!r}")
     try:
         values = list(latencies_s)
     except TypeError:
-        raise ValueError(f"latencies_s must be an iterable of seconds, got {latencies_s!r}") from None
+        raise InputError("latencies_s", f"latencies_s must be an iterable of seconds, got {latencies_s!r}") from None
     if not values:
-        raise ValueError("latencies_s must hold at least one latency, got none")
+        raise InputError("latencies_s", "latencies_s must hold at least one latency, got none")
     for i, v in enumerate(values):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, Real) or not math.isfinite(v) or v < 0:
             raise ValueError(f"latencies_s[{i}] must be a finite number of seconds >= 0, got {v!r}")
@@ -245,9 +287,9 @@ def latencies_under_load(
     from concurrent.futures import ThreadPoolExecutor
 
     if not isinstance(requests, int) or isinstance(requests, bool) or requests < 1:
-        raise ValueError(f"requests must be an integer >= 1, got {requests!r}")
+        raise InputError("requests", f"requests must be an integer >= 1, got {requests!r}")
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-        raise ValueError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+        raise InputError("concurrency", f"concurrency must be an integer >= 1, got {concurrency!r}")
 
     def served(arrival_s: float) -> float:
         handler()
@@ -268,7 +310,7 @@ class MemorySampler:
 
     def __init__(self, device: str = "auto", clock: Callable[[], float] = time.perf_counter):
         if not callable(clock):
-            raise ValueError(f"clock must be a callable returning seconds, got {clock!r}")
+            raise InputError("clock", f"clock must be a callable returning seconds, got {clock!r}")
         self.device = _device.resolve_device(device)
         self.available = self.device.startswith("cuda")
         self._clock = clock
@@ -277,7 +319,7 @@ class MemorySampler:
     def sample(self, label: str) -> int | None:
         """Record and return the allocated bytes now; None (nothing recorded) where the device does not report."""
         if not isinstance(label, str) or not label:
-            raise ValueError(f"label must be a non-empty string, got {label!r}")
+            raise InputError("label", f"label must be a non-empty string, got {label!r}")
         if not self.available:
             return None
         import torch
@@ -295,11 +337,14 @@ class MemorySampler:
 
 
 __all__ = [
+    "BALANCE_COLUMNS",
     "LEVERS",
     "MemorySampler",
+    "PHASES",
     "PhaseTimer",
     "UNACCOUNTED",
     "WhatIf",
+    "balance_table",
     "latency_percentiles",
     "suggest_lever",
     "what_if",

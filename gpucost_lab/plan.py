@@ -9,20 +9,22 @@ back to the named baseline (or the registry's last known-good). Every decision r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import torch
 
 from . import cost
-from ._validate import integer_at_least
+from ._validate import InputError, integer_at_least, one_of
 from .compare import Comparison, RatioVerdict, compare_steps
 from .contract import BenchmarkContract
 from .memory import MemoryLedger
+from .memory_model import DEFAULT_DEVICE_GB, DEFAULT_RESERVE_FRACTION
 from .model_memory import measure_model_memory
 from .profiling import operator_table, profile_window
 from .quality import ParityReport, SeedRuns, check_parity_over_seeds, train_over_seeds
-from .release import CandidateResult, Decision, Registry, gate
-from .report import ReportData, RunRow
+from .release import Decision, Registry, gate
+from .report import ReportData
+from .runs import CandidateResult
 from .stats import Estimate, Interval
 from .timing import Measurement
 from .workloads import ClassificationTask, TrainingStep
@@ -60,7 +62,7 @@ CANDIDATES = {
         note="a 16x narrower hidden layer: faster per step, but it does not reach the target in time",
     ),
 }
-DEVICE_GB, RESERVE_FRACTION = 24.0, 0.10  # the team's 24 GB card, 10% held back
+DEVICE_GB, RESERVE_FRACTION = DEFAULT_DEVICE_GB, DEFAULT_RESERVE_FRACTION  # the team's 24 GB card, 10% held back
 WINDOW_HOURS = 8.0
 NIGHTLY_RUNS_OF_TARGET = 1  # the nightly job trains once to the target
 
@@ -80,7 +82,9 @@ MEASURED_STEPS = 40  # per block: long enough (several ms) that one scheduler hi
 
 @dataclass(frozen=True)
 class RunPlan:
-    """What was measured for one config, timing apart: quality over seeds, profile, memory."""
+    """One config measured before its timing: the step to time and its contract, quality over seeds, profile,
+    planned memory. Timed beside the baseline, it becomes a :class:`~gpucost_lab.runs.CandidateResult`
+    (:meth:`release`)."""
 
     name: str
     config: Config
@@ -103,6 +107,34 @@ class RunPlan:
     def steps_to_target(self) -> float:
         """Geometric mean over seeds of the steps to target (the figure the cost uses)."""
         return Estimate.of(self.steps_to_target_per_seed).geomean
+
+    def release(
+        self,
+        measurement: Measurement,
+        price_per_hour_usd: float,
+        parity_passed: bool,
+        parity_reasons: tuple[str, ...],
+        parity_summary: str,
+    ) -> CandidateResult:
+        """The measured-run record of this config, timed as ``measurement``: what the gate judges and the report
+        shows. Its cost to target is the measured cost per step x steps per seed; its nightly run takes
+        NIGHTLY_RUNS_OF_TARGET trainings to the target at the geometric-mean step time."""
+        hours = self.steps_to_target * measurement.step_time_s.geomean * NIGHTLY_RUNS_OF_TARGET / 3600
+        return CandidateResult(
+            name=self.name,
+            contract=measurement.contract,
+            cost_to_target_usd=cost.measured_cost_to_target(
+                measurement, self.steps_to_target_per_seed, price_per_hour_usd
+            ),
+            parity_passed=parity_passed,
+            parity_reasons=tuple(parity_reasons),
+            peak_memory_bytes=self.peak_memory_bytes,
+            run_hours=hours,
+            samples_per_s=measurement.units_per_s,
+            cost_per_sample_usd=cost.measured_cost_per_unit(measurement, price_per_hour_usd),
+            steps_to_target=self.steps_to_target,
+            parity_summary=parity_summary,
+        )
 
     def to_dict(self) -> dict:
         return {
@@ -131,27 +163,25 @@ class PlanResult:
     budget_bytes: int
     decision: Decision
     price_per_hour_usd: float
+    baseline_release: CandidateResult  # the baseline as timed: what the gate judged and the report shows
+    candidate_release: CandidateResult  # the candidate as timed
+
+    def _release(self, side: str) -> CandidateResult:
+        one_of("side", side, ("baseline", "candidate"))
+        return self.baseline_release if side == "baseline" else self.candidate_release
 
     def cost_to_target_usd(self, side: str) -> Interval:
         """Cost to target of ``"baseline"`` or ``"candidate"``: its interleaved blocks' cost per step x steps
         per seed."""
-        run, measurement = (
-            (self.baseline, self.comparison.baseline)
-            if side == "baseline"
-            else (self.candidate, self.comparison.candidate)
-        )
-        return cost.measured_cost_to_target(measurement, run.steps_to_target_per_seed, self.price_per_hour_usd)
+        return self._release(side).cost_to_target_usd
 
     def to_dict(self) -> dict:
         c = self.decision
-        sides = {
-            "baseline": (self.baseline, self.comparison.baseline),
-            "candidate": (self.candidate, self.comparison.candidate),
-        }
+        sides = {"baseline": self.baseline, "candidate": self.candidate}
         return {
             **{
-                side: {**run.to_dict(), "samples_per_second": m.units_per_s.to_dict()}
-                for side, (run, m) in sides.items()
+                side: {**run.to_dict(), "samples_per_second": self._release(side).samples_per_s.to_dict()}
+                for side, run in sides.items()
             },
             "timing": self.comparison.to_dict(),
             "parity": {
@@ -180,35 +210,19 @@ class PlanResult:
 
     def report_data(self) -> ReportData:
         """The plan as a throughput/cost report (write it with :func:`gpucost_lab.report.write_report`)."""
-
-        def row(side: str, run: RunPlan, m: Measurement, parity: str) -> RunRow:
-            return RunRow(
-                run.name,
-                m.units_per_s,
-                cost.measured_cost_per_unit(m, self.price_per_hour_usd),
-                run.peak_memory_bytes,
-                run.steps_to_target,
-                self.cost_to_target_usd(side),
-                parity,
-            )
-
         cmp = self.comparison
         method = (
             f"synchronized timing interleaved with the baseline in {cmp.rounds} ABBA/BAAB rounds of "
             f"{cmp.baseline_contract.measured_steps} steps per block after warm-up; geometric means, "
             f"log-scale Student-t 95% CI; steps to target over seeds {', '.join(map(str, SEEDS))}"
         )
-        parity = ("passed" if self.parity.passed else "failed") + (
-            f": accuracy {self.parity.candidate_metric:.3f} vs {self.parity.baseline_metric:.3f} "
-            f"(tolerance {self.parity.tolerance})"
-        )
         return ReportData(
             f"Optimization plan: {self.candidate.name} against {self.baseline.name}",
             cmp.baseline.contract,
             method,
             self.price_per_hour_usd,
-            row("baseline", self.baseline, cmp.baseline, "reference"),
-            row("candidate", self.candidate, cmp.candidate, parity),
+            self.baseline_release,
+            self.candidate_release,
             self.decision,
             candidate_contract=cmp.candidate.contract,
             quality_target=f"validation accuracy >= {self.parity.target_accuracy}",
@@ -269,7 +283,7 @@ def run_plan(
     against one baseline's training runs; its step is timed again beside each candidate.
     """
     if candidate not in CANDIDATES:
-        raise ValueError(f"candidate must be one of {', '.join(map(repr, CANDIDATES))}, got {candidate!r}")
+        raise InputError("candidate", f"candidate must be one of {', '.join(map(repr, CANDIDATES))}, got {candidate!r}")
     cost.cost_per_second_usd(price_per_hour_usd)  # validate the price before spending time
     integer_at_least("rounds", rounds, 2)
     base = baseline or measure_config(BASELINE_NAME, BASELINE)
@@ -287,17 +301,16 @@ def run_plan(
         * 1e9
     )
 
-    def as_candidate(run: RunPlan, m: Measurement, to_target_usd: Interval, passed: bool, reasons) -> CandidateResult:
-        hours = run.steps_to_target * m.step_time_s.geomean * NIGHTLY_RUNS_OF_TARGET / 3600
-        return CandidateResult(
-            run.name, m.contract, to_target_usd, passed, tuple(reasons), run.peak_memory_bytes, hours
-        )
-
-    result = PlanResult(base, cand, comparison, to_target, parity, budget_bytes, None, float(price_per_hour_usd))
+    price = float(price_per_hour_usd)
+    base_release = base.release(comparison.baseline, price, True, ("reference",), "reference")
+    said = f"accuracy {parity.candidate_metric:.3f} vs {parity.baseline_metric:.3f} (tolerance {parity.tolerance})"
+    cand_release = cand.release(
+        comparison.candidate, price, parity.passed, parity.reasons, f"{'passed' if parity.passed else 'failed'}: {said}"
+    )
     fallback = registry.last_known_good() if registry is not None else None
     decision = gate(
-        as_candidate(base, comparison.baseline, result.cost_to_target_usd("baseline"), True, ("reference",)),
-        as_candidate(cand, comparison.candidate, result.cost_to_target_usd("candidate"), parity.passed, parity.reasons),
+        base_release,
+        cand_release,
         budget_bytes=budget_bytes,
         window_hours=WINDOW_HOURS,
         allow=changes,
@@ -306,4 +319,6 @@ def run_plan(
     )
     if registry is not None:
         registry.record(decision)
-    return replace(result, decision=decision)
+    return PlanResult(
+        base, cand, comparison, to_target, parity, budget_bytes, decision, price, base_release, cand_release
+    )

@@ -2,15 +2,23 @@
 
 Profiling every step distorts the workload; ``torch.profiler.schedule(wait, warmup, active)`` records
 only a few steps after the profiler itself has warmed up.
+
+The CPU build of torch logs every profiler start and stop from C++ straight to the process's stderr (file
+descriptor 2), e.g. ``USDT:2026-01-01 12:00:00 123:123 SyncActivityProfilerHandler.cpp:52] profiler_start``: noise
+under a notebook cell, which no Python setting turns off. :func:`quiet_profiler_log` drops those lines around the
+profiler's own calls (start, step, stop) and passes everything else written to stderr meanwhile through.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
+import re
+import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pandas as pd
 from torch.profiler import ProfilerActivity, profile, schedule
@@ -18,6 +26,45 @@ from torch.profiler import ProfilerActivity, profile, schedule
 from ._validate import integer_at_least
 
 OPERATOR_COLUMNS = ["name", "calls", "self_time_s", "total_time_s", "self_time_share"]
+# Kineto's log lines: "USDT:" (profiler_start, profiler_stop) always, "STAGE:" at a lower KINETO_LOG_LEVEL
+_PROFILER_LOG_LINE = re.compile(rb"^(?:USDT|STAGE):\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \d+:\d+ [\w.]+:\d+\] ")
+
+
+def _flush_stderr() -> None:
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        sys.stderr.flush()
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data) :]
+
+
+@contextlib.contextmanager
+def quiet_profiler_log() -> Iterator[None]:
+    """Drop the profiler's start/stop log lines (module docstring) written to file descriptor 2 inside the block.
+
+    Whatever else reaches file descriptor 2 meanwhile is written there when the block ends. Keep the block to the
+    profiler's own calls: the step being profiled should write to the real stderr as it goes."""
+    _flush_stderr()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to guard
+        saved = None
+    if saved is None:
+        yield
+        return
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            _flush_stderr()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            lines = captured.read().splitlines(keepends=True)
+            _write_all(2, b"".join(line for line in lines if not _PROFILER_LOG_LINE.match(line)))
 
 
 def profile_window(
@@ -43,16 +90,23 @@ def profile_window(
     activities = [ProfilerActivity.CPU]
     if device.startswith("cuda"):
         activities.append(ProfilerActivity.CUDA)
-    with profile(
+    prof = profile(
         activities=activities,
         schedule=schedule(wait=wait, warmup=warmup, active=active, repeat=1),
         record_shapes=record_shapes,
         profile_memory=profile_memory,
         with_stack=with_stack,
-    ) as prof:
+    )
+    with quiet_profiler_log():  # what `with profile(...)` does, its log lines dropped
+        prof.start()
+    try:
         for _ in range(wait + warmup + active):
             step()
-            prof.step()
+            with quiet_profiler_log():
+                prof.step()
+    finally:
+        with quiet_profiler_log():
+            prof.stop()
     if trace_path is not None:
         prof.export_chrome_trace(str(trace_path))
     return prof

@@ -9,6 +9,8 @@ to target (:attr:`SeedRuns.steps_to_target_values`) are what the cost-to-target 
 from. :func:`check_parity` is the single-seed check: it compares each run's metric at the
 evaluation that first met the target, which two runs that both reach it pass almost by construction.
 Only a run that passes is priced (:func:`price_to_target`, cost per step x steps to target).
+The report, the single-seed check and the pricing live in :mod:`gpucost_lab.quality_parity`, importable
+from here; the checks over seeds are below.
 
 The tolerance is declared per precision in :data:`DTYPE_TOLERANCE`, before the run, never fitted to it:
 
@@ -26,189 +28,40 @@ The tolerance is declared per precision in :data:`DTYPE_TOLERANCE`, before the r
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from numbers import Integral
 from statistics import fmean
-from types import MappingProxyType
 from typing import NamedTuple
 
-from . import cost as _cost
-from ._validate import fraction, integer_at_least, one_of, positive
+from ._validate import InputError, fraction, integer_at_least, one_of
+from .quality_parity import (
+    _SLACK,
+    DTYPE_TOLERANCE,
+    Comparison,
+    ParityReport,
+    _budget,
+    _same_goal,
+    check_parity,
+    compare_to_target,
+    price_to_target,
+)
 from .workloads import PRECISIONS, ClassificationTask, SequenceTask, TrainResult, train_to_target
 
-# Largest allowed shortfall of the candidate's held-out metric below the baseline's, per precision
-# (absolute, in the metric's own units: 0.01 = one percentage point of accuracy). Why: module docstring.
-DTYPE_TOLERANCE = MappingProxyType({"fp32": 0.005, "bf16-autocast": 0.01, "fp16-amp": 0.01})
-assert set(DTYPE_TOLERANCE) == set(PRECISIONS)
+__all__ = [
+    "DTYPE_TOLERANCE",
+    "MIN_SEEDS",
+    "Comparison",
+    "ParityReport",
+    "SeedComparison",
+    "SeedRuns",
+    "check_parity",
+    "check_parity_over_seeds",
+    "compare_over_seeds",
+    "compare_to_target",
+    "price_to_target",
+    "train_over_seeds",
+]
 
-_SLACK = 1e-12  # float rounding in "baseline - tolerance"; far below any metric's resolution
-
-
-@dataclass(frozen=True)
-class ParityReport:
-    """Does the candidate buy the same quality as the baseline? Every failed condition is named.
-
-    From :func:`check_parity` (one run each) or :func:`check_parity_over_seeds` (then the metrics are
-    means over the seeds after ``budget_steps`` steps, the steps to target means over the seeds, and
-    the per-seed fields hold each seed's numbers in the order of ``seeds``).
-    """
-
-    passed: bool  # both reached the same target and the candidate's metric is within tolerance
-    metric: str  # what the numbers measure, e.g. "accuracy" (held out)
-    baseline_metric: float  # the baseline's held-out metric where it stopped (over seeds: mean at the budget)
-    candidate_metric: float  # the candidate's held-out metric where it stopped (over seeds: mean at the budget)
-    tolerance: float  # largest allowed shortfall of candidate_metric below baseline_metric
-    baseline_steps_to_target: (
-        float | None
-    )  # None when the baseline missed the target (over seeds: mean; None if any missed)
-    candidate_steps_to_target: float | None  # None when the candidate missed the target (over seeds: as the baseline's)
-    reasons: tuple[str, ...]  # one sentence per failed condition; empty when passed
-    target_accuracy: float  # the candidate's quality target
-    candidate_precision: str  # how the candidate trained, one of PRECISIONS
-    seeds: tuple[int, ...] = ()  # the candidate's seeds, over seeds; () for a single-seed check
-    budget_steps: int | None = None  # the fixed step budget the metrics were read at, over seeds
-    baseline_metric_per_seed: tuple[float, ...] = ()  # held-out metric after budget_steps, per seed
-    candidate_metric_per_seed: tuple[float, ...] = ()
-    baseline_steps_per_seed: tuple[int | None, ...] = ()  # steps to target per seed; None where it missed
-    candidate_steps_per_seed: tuple[int | None, ...] = ()
-
-    @property
-    def steps_change(self) -> float | None:
-        """Candidate steps to target / baseline's - 1 (``relative_cost``'s ``steps_change``); None if either missed."""
-        if not self.baseline_steps_to_target or self.candidate_steps_to_target is None:
-            return None
-        return self.candidate_steps_to_target / self.baseline_steps_to_target - 1.0
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        for name in (
-            "reasons",
-            "seeds",
-            "baseline_metric_per_seed",
-            "candidate_metric_per_seed",
-            "baseline_steps_per_seed",
-            "candidate_steps_per_seed",
-        ):
-            d[name] = list(d[name])
-        d["steps_change"] = self.steps_change
-        return d
-
-
-def _budget(result: TrainResult) -> str:
-    steps = result.max_steps if result.max_steps is not None else (result.history[-1][0] if result.history else None)
-    return f"within {steps} steps" if steps is not None else "within its step budget"
-
-
-def _same_goal(baseline: TrainResult, candidate: TrainResult) -> list[str]:
-    """Why two runs cannot be compared: another metric or another target (empty when they can)."""
-    reasons = []
-    if baseline.metric != candidate.metric:
-        reasons.append(f"the runs measure different metrics: baseline {baseline.metric}, candidate {candidate.metric}")
-    if baseline.target_accuracy != candidate.target_accuracy:
-        reasons.append(
-            f"the targets differ: baseline {baseline.target_accuracy:g}, candidate "
-            f"{candidate.target_accuracy:g}; compare at the same target"
-        )
-    return reasons
-
-
-def check_parity(
-    baseline: TrainResult, candidate: TrainResult, tolerance: float | None = None, precision: str | None = None
-) -> ParityReport:
-    """Hold ``candidate`` against ``baseline`` at the same quality target: the single-seed check.
-
-    Each run's metric is read where it stopped, the evaluation that first met the target, so two
-    runs that both reach it pass almost by construction; a release decision compares several seeds
-    at a fixed step budget with :func:`check_parity_over_seeds`. Passes only if both runs measure the same
-    metric, aimed at the same target, both reached it, and
-    ``candidate.final_val_accuracy >= baseline.final_val_accuracy - tolerance``. ``tolerance``
-    defaults to :data:`DTYPE_TOLERANCE` of ``precision``, which defaults to the candidate's precision.
-    """
-    if not isinstance(baseline, TrainResult):
-        raise ValueError(f"baseline must be a TrainResult, got {type(baseline).__name__}")
-    if not isinstance(candidate, TrainResult):
-        raise ValueError(f"candidate must be a TrainResult, got {type(candidate).__name__}")
-    precision = one_of("precision", candidate.precision if precision is None else precision, PRECISIONS)
-    if tolerance is None:
-        tolerance = DTYPE_TOLERANCE[precision]
-    tolerance = fraction("tolerance", tolerance, include_zero=True, include_one=False)
-
-    reasons = _same_goal(baseline, candidate)
-    if not baseline.reached:
-        reasons.append(f"baseline did not reach the target {baseline.target_accuracy:g} {_budget(baseline)}")
-    if not candidate.reached:
-        reasons.append(f"candidate did not reach the target {candidate.target_accuracy:g} {_budget(candidate)}")
-    if candidate.final_val_accuracy < baseline.final_val_accuracy - tolerance - _SLACK:
-        reasons.append(
-            f"candidate {candidate.metric} {candidate.final_val_accuracy:.3f} is below baseline "
-            f"{baseline.final_val_accuracy:.3f} - {tolerance:.3f}"
-        )
-    return ParityReport(
-        passed=not reasons,
-        metric=candidate.metric,
-        baseline_metric=baseline.final_val_accuracy,
-        candidate_metric=candidate.final_val_accuracy,
-        tolerance=tolerance,
-        baseline_steps_to_target=baseline.steps_to_target,
-        candidate_steps_to_target=candidate.steps_to_target,
-        reasons=tuple(reasons),
-        target_accuracy=candidate.target_accuracy,
-        candidate_precision=candidate.precision,
-    )
-
-
-class Comparison(NamedTuple):
-    """Both runs and their parity report, from :func:`compare_to_target`."""
-
-    baseline: TrainResult
-    candidate: TrainResult
-    parity: ParityReport
-
-
-def compare_to_target(
-    task: ClassificationTask | SequenceTask,
-    baseline_kwargs: dict | None = None,
-    candidate_kwargs: dict | None = None,
-    tolerance: float | None = None,
-) -> Comparison:
-    """Train the baseline and the candidate on ``task`` with :func:`train_to_target` and check parity.
-
-    Each ``*_kwargs`` is passed to ``train_to_target`` (e.g. ``{"precision": "bf16-autocast"}``); give
-    both the same ``target_accuracy``, or neither to use the task's.
-    """
-    baseline = train_to_target(task, **dict(baseline_kwargs or {}))
-    candidate = train_to_target(task, **dict(candidate_kwargs or {}))
-    return Comparison(baseline, candidate, check_parity(baseline, candidate, tolerance=tolerance))
-
-
-def price_to_target(
-    report: ParityReport, baseline_cost_per_step_usd: float, candidate_cost_per_step_usd: float
-) -> dict:
-    """Cost to the target of both runs (:func:`gpucost_lab.cost.cost_to_target_usd`), only after parity passed.
-
-    Returns ``baseline_cost_to_target_usd``, ``candidate_cost_to_target_usd``, their ratio
-    ``relative_cost`` (candidate / baseline) and its ``verdict``.
-    """
-    if not report.passed:
-        raise ValueError(
-            f"report.passed must be True before a candidate is priced, got False: {'; '.join(report.reasons)}"
-        )
-    baseline_usd = _cost.cost_to_target_usd(
-        positive("baseline_cost_per_step_usd", baseline_cost_per_step_usd), report.baseline_steps_to_target
-    )
-    candidate_usd = _cost.cost_to_target_usd(
-        positive("candidate_cost_per_step_usd", candidate_cost_per_step_usd), report.candidate_steps_to_target
-    )
-    relative = candidate_usd / baseline_usd
-    return {
-        "baseline_cost_to_target_usd": baseline_usd,
-        "candidate_cost_to_target_usd": candidate_usd,
-        "relative_cost": relative,
-        "verdict": _cost.verdict(relative),
-    }
-
-
-# ---- quality over seeds -------------------------------------------------------------------------------------------
 
 MIN_SEEDS = 3  # fewest seeds a seed study accepts by default: one seed says nothing about the spread
 # Fields every run of one SeedRuns shares: one config, trained once per seed.
@@ -234,7 +87,7 @@ class SeedRuns:
     """One config trained once per seed (:func:`train_over_seeds`): its quality and steps to target per seed.
 
     The runs share every setting but the seed (metric, target, batch, lr, hidden, precision, device,
-    step budget) and their seeds are distinct; otherwise ``ValueError`` names the field. The runs are
+    step budget) and their seeds are distinct; otherwise an ``InputError`` names the field. The runs are
     kept in seed order, so two studies over the same seeds line up seed by seed.
     """
 
@@ -242,23 +95,25 @@ class SeedRuns:
 
     def __post_init__(self) -> None:
         if isinstance(self.runs, TrainResult) or not isinstance(self.runs, (tuple, list)):
-            raise ValueError(f"runs must be a tuple of TrainResult, got {type(self.runs).__name__}")
+            raise InputError("runs", f"runs must be a tuple of TrainResult, got {type(self.runs).__name__}")
         runs = tuple(self.runs)
         object.__setattr__(self, "runs", runs)
         if not runs:
-            raise ValueError("runs must hold at least one TrainResult, got ()")
+            raise InputError("runs", "runs must hold at least one TrainResult, got ()")
         for i, run in enumerate(runs):
             if not isinstance(run, TrainResult):
-                raise ValueError(f"runs[{i}] must be a TrainResult, got {type(run).__name__}")
+                raise InputError(f"runs[{i}]", f"runs[{i}] must be a TrainResult, got {type(run).__name__}")
             if run.seed is None:
-                raise ValueError(f"runs[{i}].seed must be an integer (the run's seed), got None")
+                raise InputError(f"runs[{i}].seed", f"runs[{i}].seed must be an integer (the run's seed), got None")
         if len(set(self.seeds)) != len(runs):
-            raise ValueError(f"runs must have distinct seeds, got {list(self.seeds)}")
+            raise InputError("runs", f"runs must have distinct seeds, got {list(self.seeds)}")
         object.__setattr__(self, "runs", tuple(sorted(runs, key=lambda run: run.seed)))
         for name in _SAME_CONFIG:
             values = [getattr(run, name) for run in runs]
             if any(v != values[0] for v in values):
-                raise ValueError(f"runs[*].{name} must be the same for every seed (one config), got {values}")
+                raise InputError(
+                    f"runs[*].{name}", f"runs[*].{name} must be the same for every seed (one config), got {values}"
+                )
 
     @property
     def seeds(self) -> tuple[int, ...]:
@@ -289,10 +144,11 @@ class SeedRuns:
     def steps_to_target_values(self) -> tuple[int, ...]:
         """Steps to target per seed, for the cost-to-target interval; only when every seed reached it."""
         if not self.reached_all:
-            raise ValueError(
+            raise InputError(
+                "steps_to_target_values",
                 f"steps_to_target_values needs every seed to reach the target "
                 f"{self.runs[0].target_accuracy:g}, got seeds {_seed_list(self.missed_seeds)} "
-                f"that missed it {_budget(self.runs[0])}"
+                f"that missed it {_budget(self.runs[0])}",
             )
         return tuple(run.steps_to_target for run in self.runs)
 
@@ -300,9 +156,10 @@ class SeedRuns:
     def accuracy_at_budget_values(self) -> tuple[float, ...]:
         """Held-out metric per seed after exactly ``budget_steps`` steps; only for fixed-budget runs."""
         if self.budget_steps is None:
-            raise ValueError(
+            raise InputError(
+                "budget_steps",
                 "budget_steps must be an integer for accuracy_at_budget_values, got None: "
-                "train with train_over_seeds(..., budget_steps=N)"
+                "train with train_over_seeds(..., budget_steps=N)",
             )
         return tuple(run.accuracy_at_budget for run in self.runs)
 
@@ -330,14 +187,14 @@ class SeedRuns:
 def _check_seeds(seeds: Iterable[int], min_seeds: int) -> tuple[int, ...]:
     allowed = f"a sequence of at least {min_seeds} distinct integers >= 0"
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
-        raise ValueError(f"seeds must be {allowed}, got {seeds!r}")
+        raise InputError("seeds", f"seeds must be {allowed}, got {seeds!r}")
     seeds = tuple(seeds)
     if (
         len(seeds) < min_seeds
         or len(set(seeds)) != len(seeds)
         or any(isinstance(s, bool) or not isinstance(s, Integral) or s < 0 for s in seeds)
     ):
-        raise ValueError(f"seeds must be {allowed}, got {seeds!r}")
+        raise InputError("seeds", f"seeds must be {allowed}, got {seeds!r}")
     return tuple(int(s) for s in seeds)
 
 
@@ -359,8 +216,9 @@ def train_over_seeds(
     """
     seeds = _check_seeds(seeds, integer_at_least("min_seeds", min_seeds, 1))
     if "seed" in train_kwargs:
-        raise ValueError(
-            f"seed must not be given to train_over_seeds, got seed={train_kwargs['seed']!r}; pass seeds=(...) instead"
+        raise InputError(
+            "seed",
+            f"seed must not be given to train_over_seeds, got seed={train_kwargs['seed']!r}; pass seeds=(...) instead",
         )
     return SeedRuns(tuple(train_to_target(task, seed=s, budget_steps=budget_steps, **train_kwargs) for s in seeds))
 
@@ -392,11 +250,12 @@ def check_parity_over_seeds(
     """
     for name, runs in (("baseline", baseline), ("candidate", candidate)):
         if not isinstance(runs, SeedRuns):
-            raise ValueError(f"{name} must be a SeedRuns (from train_over_seeds), got {type(runs).__name__}")
+            raise InputError(name, f"{name} must be a SeedRuns (from train_over_seeds), got {type(runs).__name__}")
         if runs.budget_steps is None:
-            raise ValueError(
+            raise InputError(
+                f"{name}.budget_steps",
                 f"{name}.budget_steps must be an integer, got None: parity across seeds compares the "
-                "metric after a fixed step budget; train with train_over_seeds(..., budget_steps=N)"
+                "metric after a fixed step budget; train with train_over_seeds(..., budget_steps=N)",
             )
     min_seeds = integer_at_least("min_seeds", min_seeds, 1)
     first, cand_first = baseline.runs[0], candidate.runs[0]

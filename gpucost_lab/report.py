@@ -2,9 +2,11 @@
 
 A report states everything its numbers depend on (hardware, software, shapes, precision, seed, how
 throughput was measured, the assumed price per accelerator-hour), the per-run results with their 95%
-intervals, the quality parity, and the gate's decision with every check's outcome and the fallback.
+intervals, the quality parity, and the gate's decision with every check's outcome and the fallback. Each run is
+a :class:`~gpucost_lab.runs.CandidateResult`, the record the gate judged.
 
-Both formats are built from the same rows, so a value reads the same in each; one format per quantity:
+Both formats are built from the same rows, so a value reads the same in each; one format per quantity
+(:mod:`gpucost_lab.formatting`):
 
 - a quantity with an interval: 4 significant digits for its value (a geometric mean), its bounds to the same decimals
   (``"10,000 samples/s (95% CI 7,516 to 12,484)"``), and baseline and candidate in one row to the same
@@ -20,42 +22,19 @@ HTML escapes every value and loads nothing from outside the file.
 from __future__ import annotations
 
 import html
-import math
 import os
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._validate import integer_at_least, output_file, positive
+from ._validate import InputError, output_file, positive
+from .atomic import atomic_write_text
 from .contract import BenchmarkContract
-from .release import Decision, atomic_write_text, format_bytes, format_ratio
-from .stats import Estimate, Interval
+from .formatting import format_estimate, format_estimates, format_memory, format_number, format_ratio, format_steps
+from .release import Decision
+from .runs import CandidateResult
 
 REPORT_SUFFIXES = (".md", ".html", ".htm")
-
-
-@dataclass(frozen=True)
-class RunRow:
-    """One configuration's measured results, as the report shows them."""
-
-    name: str  # the release name, as the decision names it
-    samples_per_s: Estimate  # throughput, one value per repeat
-    cost_per_sample_usd: Estimate  # cost of one sample, one value per repeat
-    peak_memory_bytes: int  # peak device memory of a training step
-    steps_to_target: float  # training steps to reach the quality target (geometric mean over seeds)
-    cost_to_target_usd: Estimate | Interval  # cost to reach the quality target, with its interval
-    parity: str  # the quality-parity summary, e.g. "reference" or "passed: accuracy 0.912 vs 0.915"
-
-    def __post_init__(self) -> None:
-        _text("name", self.name)
-        for name in ("samples_per_s", "cost_per_sample_usd", "cost_to_target_usd"):
-            allowed = (Estimate, Interval) if name == "cost_to_target_usd" else Estimate
-            if not isinstance(getattr(self, name), allowed):
-                raise ValueError(f"{name} must be an Estimate, got {type(getattr(self, name)).__name__}")
-        object.__setattr__(self, "peak_memory_bytes", integer_at_least("peak_memory_bytes", self.peak_memory_bytes, 0))
-        object.__setattr__(self, "steps_to_target", positive("steps_to_target", self.steps_to_target))
-        _text("parity", self.parity)
 
 
 @dataclass(frozen=True)
@@ -66,8 +45,8 @@ class ReportData:
     contract: BenchmarkContract  # the baseline's contract: hardware, software, shapes, precision, seed
     throughput_method: str  # e.g. "synchronized timing, 5 repeats x 20 steps, Student-t 95% CI"
     price_per_hour_usd: float  # the assumed price of one accelerator-hour
-    baseline: RunRow  # the configuration compared against
-    candidate: RunRow  # the configuration under test
+    baseline: CandidateResult  # the configuration compared against, with the report's fields given
+    candidate: CandidateResult  # the configuration under test, with the report's fields given
     decision: Decision  # the gate's decision on this candidate against this baseline
     candidate_contract: BenchmarkContract | None = None  # the candidate's, when it changed allowed fields
     quality_target: str | None = None  # e.g. "validation accuracy >= 0.90"
@@ -79,20 +58,23 @@ class ReportData:
         for name in ("contract", "candidate_contract"):
             value = getattr(self, name)
             if not isinstance(value, BenchmarkContract) and not (name == "candidate_contract" and value is None):
-                raise ValueError(f"{name} must be a BenchmarkContract, got {type(value).__name__}")
+                raise InputError(name, f"{name} must be a BenchmarkContract, got {type(value).__name__}")
         if self.contract.counted_unit != "samples":
-            raise ValueError(
-                f"contract.counted_unit must be 'samples' for a report in samples, got {self.contract.counted_unit!r}"
+            raise InputError(
+                "contract.counted_unit",
+                f"contract.counted_unit must be 'samples' for a report in samples, got {self.contract.counted_unit!r}",
             )
         for name in ("baseline", "candidate"):
-            if not isinstance(getattr(self, name), RunRow):
-                raise ValueError(f"{name} must be a RunRow, got {type(getattr(self, name)).__name__}")
+            if not isinstance(getattr(self, name), CandidateResult):
+                raise InputError(name, f"{name} must be a CandidateResult, got {type(getattr(self, name)).__name__}")
+            getattr(self, name).require_report_fields(name)
         if not isinstance(self.decision, Decision):
-            raise ValueError(f"decision must be a Decision, got {type(self.decision).__name__}")
+            raise InputError("decision", f"decision must be a Decision, got {type(self.decision).__name__}")
         if (self.decision.baseline, self.decision.candidate) != (self.baseline.name, self.candidate.name):
-            raise ValueError(
+            raise InputError(
+                "decision",
                 f"decision must be about baseline {self.baseline.name!r} and candidate "
-                f"{self.candidate.name!r}, got {self.decision.baseline!r} and {self.decision.candidate!r}"
+                f"{self.candidate.name!r}, got {self.decision.baseline!r} and {self.decision.candidate!r}",
             )
         if self.quality_target is not None:
             _text("quality_target", self.quality_target)
@@ -100,55 +82,8 @@ class ReportData:
 
 def _text(name: str, value: object) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{name} must be a non-empty string, got {value!r}")
+        raise InputError(name, f"{name} must be a non-empty string, got {value!r}")
     return value
-
-
-# --------------------------------------------------------------------------------------------------
-# one format per quantity
-
-
-def _fixed(x: float) -> bool:
-    return x == 0 or 1e-3 <= abs(x) < 1e9
-
-
-def _decimals(x: float) -> int:
-    """Decimals that give 4 significant digits in fixed notation."""
-    return 3 if x == 0 else max(0, 3 - math.floor(math.log10(abs(x))))
-
-
-def format_number(x: float) -> str:
-    """4 significant digits: ``12345.6`` -> ``"12,346"``, ``0.01234`` -> ``"0.01234"``,
-    ``1.1e-7`` -> ``"1.100e-07"``."""
-    return f"{x:,.{_decimals(x)}f}" if _fixed(x) else f"{x:.3e}"
-
-
-def format_estimates(estimates: Sequence[Estimate | Interval], unit: str = "") -> list[str]:
-    """Values (geometric means) and 95% intervals in one shared format, so a row's values line up: 4
-    significant digits for the smallest value, and every value and bound to the same decimals (or all in
-    scientific notation)."""
-    means = [e.value for e in estimates]
-    if all(_fixed(m) for m in means):
-        d = max(_decimals(m) for m in means)
-        number = lambda v: f"{v:,.{d}f}"  # noqa: E731
-    else:
-        number = lambda v: f"{v:.3e}"  # noqa: E731
-    unit = f" {unit}" if unit else ""
-    return [f"{number(e.value)}{unit} (95% CI {number(e.ci95_low)} to {number(e.ci95_high)})" for e in estimates]
-
-
-def format_estimate(estimate: Estimate | Interval, unit: str = "") -> str:
-    """Value and 95% interval: the bounds take the value's decimals."""
-    return format_estimates([estimate], unit)[0]
-
-
-def format_memory(n_bytes: int) -> str:
-    """``"25.1 GB (25,100,000,000 bytes)"``."""
-    return f"{format_bytes(n_bytes)} ({n_bytes:,} bytes)"
-
-
-def format_steps(steps: float) -> str:
-    return f"{steps:,.0f}" if float(steps).is_integer() else format_number(steps)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -268,7 +203,7 @@ def _md(text: str) -> str:
 def render_markdown(data: ReportData) -> str:
     """The report as GitHub-flavoured Markdown."""
     if not isinstance(data, ReportData):
-        raise ValueError(f"data must be a ReportData, got {type(data).__name__}")
+        raise InputError("data", f"data must be a ReportData, got {type(data).__name__}")
     lines = [f"# {_md(data.title)}", "", f"**{_md(_headline(data))}**", ""]
     for table in _tables(data):
         lines += [
@@ -303,7 +238,7 @@ def _h(text: str) -> str:
 def render_html(data: ReportData) -> str:
     """The report as one self-contained HTML page: inline style, no scripts, nothing loaded from outside."""
     if not isinstance(data, ReportData):
-        raise ValueError(f"data must be a ReportData, got {type(data).__name__}")
+        raise InputError("data", f"data must be a ReportData, got {type(data).__name__}")
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en">',
@@ -333,7 +268,7 @@ def report_path(path: str | os.PathLike, name: str = "path") -> Path:
     """``path`` as a Path if a report can be written there (ValueError naming ``name`` if not): a suffix of
     :data:`REPORT_SUFFIXES`, and see :func:`~gpucost_lab._validate.output_file`."""
     if Path(path).suffix.lower() not in REPORT_SUFFIXES:
-        raise ValueError(f"{name} must end with one of {', '.join(REPORT_SUFFIXES)}, got {str(path)!r}")
+        raise InputError(name, f"{name} must end with one of {', '.join(REPORT_SUFFIXES)}, got {str(path)!r}")
     return output_file(name, path)
 
 
@@ -347,7 +282,6 @@ def write_report(data: ReportData, path: str | os.PathLike) -> Path:
 __all__ = [
     "REPORT_SUFFIXES",
     "ReportData",
-    "RunRow",
     "format_estimate",
     "format_estimates",
     "format_memory",

@@ -14,12 +14,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import pandas as pd
-import torch
 
-from ._validate import integer_at_least, one_of, positive
+from ._validate import InputError, integer_at_least, one_of, positive
+
+if TYPE_CHECKING:  # dtypes may be torch's; the catalog and the bounds never need torch itself
+    import torch
 
 _BYTES_PER_ELEMENT = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2}
 _PEAK_FIELD = {"float32": "fp32_tflops", "tf32": "tf32_tflops", "float16": "fp16_tflops", "bfloat16": "bf16_tflops"}
@@ -104,7 +106,7 @@ def lookup(name: str) -> Accelerator:
     for acc in catalog().values():
         if wanted == acc.name.lower() or wanted in (a.lower() for a in acc.aliases):
             return acc
-    raise ValueError(f"accelerator must be one of {', '.join(map(repr, catalog()))}, got {name!r}")
+    raise InputError("accelerator", f"accelerator must be one of {', '.join(map(repr, catalog()))}, got {name!r}")
 
 
 def find_accelerator(device_name: str | None) -> Accelerator | None:

@@ -20,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from ._validate import InputError
+
 
 def t_quantile_95(df: float) -> float:
     """Two-sided 95% Student-t quantile t(0.975, df); the normal 1.96 for infinite df."""
@@ -38,11 +40,15 @@ class Estimate:
 
     def __post_init__(self) -> None:
         if len(self.values) < 2:
-            raise ValueError(f"values must hold at least 2 repeats to give an interval, got {len(self.values)}")
+            raise InputError(
+                "values", f"values must hold at least 2 repeats to give an interval, got {len(self.values)}"
+            )
         if not all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in self.values
         ):
-            raise ValueError(f"values must all be finite numbers > 0 (times, rates and costs), got {self.values!r}")
+            raise InputError(
+                "values", f"values must all be finite numbers > 0 (times, rates and costs), got {self.values!r}"
+            )
         object.__setattr__(self, "values", tuple(float(v) for v in self.values))
 
     @classmethod
@@ -134,7 +140,7 @@ def combine(*factors: tuple[Estimate | float, int]) -> Interval:
     log_centre, variance, df_denominator = 0.0, 0.0, 0.0
     for factor, power in factors:
         if power not in (1, -1):
-            raise ValueError(f"power must be 1 or -1, got {power!r}")
+            raise InputError("power", f"power must be 1 or -1, got {power!r}")
         if isinstance(factor, Estimate):
             log_centre += power * factor.mean_log
             v = factor.log_se**2
@@ -143,7 +149,7 @@ def combine(*factors: tuple[Estimate | float, int]) -> Interval:
         elif isinstance(factor, (int, float)) and not isinstance(factor, bool) and math.isfinite(factor) and factor > 0:
             log_centre += power * math.log(factor)
         else:
-            raise ValueError(f"factor must be an Estimate or a finite number > 0, got {factor!r}")
+            raise InputError("factor", f"factor must be an Estimate or a finite number > 0, got {factor!r}")
     ratio = math.exp(log_centre)
     if variance == 0:
         return Interval(ratio, ratio, ratio)
@@ -155,7 +161,7 @@ def ratio_interval(candidate: Estimate, baseline: Estimate) -> Interval:
     """Ratio of two independent estimates, candidate / baseline, with its 95% interval (:func:`combine`)."""
     for name, e in (("candidate", candidate), ("baseline", baseline)):
         if not isinstance(e, Estimate):
-            raise ValueError(f"{name} must be an Estimate, got {type(e).__name__}")
+            raise InputError(name, f"{name} must be an Estimate, got {type(e).__name__}")
     return combine((candidate, 1), (baseline, -1))
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from . import device as _device
-from ._validate import greater_than, positive
+from ._validate import InputError, greater_than, positive
 from .compare import interleaved_blocks
 from .contract import BenchmarkContract
 from .roofline import PlausibilityCheck, Roofline, bounding_peak, check_throughput, lookup
@@ -61,7 +61,7 @@ def _roofline(roofline: Roofline | str, contract: BenchmarkContract) -> Roofline
         return roofline
     if isinstance(roofline, str):
         return lookup(roofline).roofline(bounding_peak(contract).precision)
-    raise ValueError(f"roofline must be a Roofline or a catalog accelerator name, got {roofline!r}")
+    raise InputError("roofline", f"roofline must be a Roofline or a catalog accelerator name, got {roofline!r}")
 
 
 def _bound(
@@ -72,9 +72,10 @@ def _bound(
     intensity_flops_per_byte: float | None,
 ) -> PlausibilityCheck | None:
     if (flops_per_unit is None) != (roofline is None):
-        raise ValueError(
+        raise InputError(
+            "flops_per_unit",
             f"flops_per_unit and roofline must be given together, got flops_per_unit={flops_per_unit!r} "
-            f"and roofline={roofline!r}"
+            f"and roofline={roofline!r}",
         )
     if roofline is None:
         return None
@@ -117,7 +118,7 @@ def check_measurement(
     synchronization is checked. ``intensity_flops_per_byte`` tightens the bound below the compute peak.
     """
     if not isinstance(measurement, Measurement):
-        raise ValueError(f"measurement must be a Measurement, got {type(measurement).__name__}")
+        raise InputError("measurement", f"measurement must be a Measurement, got {type(measurement).__name__}")
     units_per_s = measurement.units_per_s_geomean
     unit = measurement.contract.counted_unit
     bound = _bound(units_per_s, measurement, flops_per_unit, roofline, intensity_flops_per_byte)
@@ -176,9 +177,10 @@ def compare_sync(
     synced = Measurement(replace(contract, repeats=len(synced_times)), synced_times)
     for i, t in enumerate(unsynced_times):
         if not t > 0:
-            raise ValueError(
+            raise InputError(
+                "unsynchronized",
                 f"unsynchronized block {i} took {t!r} s: the clock is coarser than the timed block; "
-                "raise measured_steps"
+                "raise measured_steps",
             )
     units = contract.units_per_step * contract.measured_steps
     fast, honest = units / min(unsynced_times), units / min(synced_times)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ._validate import integer_at_least
 from .timeline import Trace, gaps
 
 DRAWN_KINDS = ("kernel", "memcpy", "memset", "sync", "runtime", "cpu_op", "annotation", "step")
@@ -61,34 +62,71 @@ def lane_table(trace: Trace, start_ms: float | None = None, end_ms: float | None
     return table[LANE_TABLE_COLUMNS].reset_index(drop=True)
 
 
+def _place_gap_labels(ax, labels: list[tuple[float, float, str]]) -> int:
+    """Write each ``(start_ms, end_ms, text)`` label above the lanes, inside the axes (so never under the title),
+    at its gap's start, or ending at the gap's end where the axes would cut it; a label that would overlap one
+    already placed goes one line higher. Returns the number of lines used."""
+    renderer = ax.figure.canvas.get_renderer()
+    left, right = ax.get_xlim()
+    to_data = ax.transData.inverted()
+    line_ends: list[float] = []  # per line, the right end (pixels) of its last label
+    for start, end, text in sorted(labels):
+        x = max(start, left)
+        label = ax.text(x, 0, text, color="darkred", fontsize=8, va="center", ha="left", clip_on=False)
+        extent = label.get_window_extent(renderer)
+        if to_data.transform((extent.x1, 0))[0] > right:  # past the right edge: end at the gap's end instead
+            label.set_x(min(end, right))
+            label.set_horizontalalignment("right")
+            extent = label.get_window_extent(renderer)
+        line = next((i for i, last in enumerate(line_ends) if extent.x0 > last + 4), len(line_ends))
+        if line == len(line_ends):
+            line_ends.append(extent.x1)
+        line_ends[line] = extent.x1
+        label.set_y(-0.9 - 0.5 * line)
+    return len(line_ends)
+
+
 def plot_timeline(
     trace: Trace, *, start_ms: float | None = None, end_ms: float | None = None, top_gaps: int = 3, ax=None
 ):
-    """Lanes of bars, coloured by kind; the ``top_gaps`` widest gaps in the window shaded red."""
+    """Lanes of bars, coloured by kind, over the window from ``start_ms`` to ``end_ms``; the ``top_gaps`` widest gaps
+    of the trace shaded red where they fall in the window, each labelled ``gap N`` with its rank and width as
+    :func:`gpucost_lab.timeline.gaps` gives them (``gap 1`` is the table's first row); the x label names those
+    outside the window."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
+    integer_at_least("top_gaps", top_gaps, 0)
     drawn, t0_us = _window(trace, start_ms, end_ms)
     lanes = _lane_order(drawn)
     if ax is None:
-        _, ax = plt.subplots(figsize=(11, 0.5 + 0.45 * max(len(lanes), 1)))
+        _, ax = plt.subplots(figsize=(11, 0.9 + 0.45 * max(len(lanes), 1)))
     for row, lane in enumerate(lanes):
         on_lane = drawn[drawn["lane"] == lane]
         for kind, group in on_lane.groupby("kind"):
             spans = list(zip(group["start_ms"], group["end_ms"] - group["start_ms"]))
             ax.broken_barh(spans, (row - 0.4, 0.8), color=COLOURS[kind], alpha=0.55 if kind == "step" else 0.9)
-    widest = gaps(trace)
-    widest = widest.assign(start_ms=(widest["start_us"] - t0_us) / 1e3, duration_ms=widest["duration_us"] / 1e3)
-    if start_ms is not None:
-        widest = widest[widest["start_ms"] + widest["duration_ms"] > start_ms]
-    if end_ms is not None:
-        widest = widest[widest["start_ms"] < end_ms]
-    for rank, gap in enumerate(widest.head(top_gaps).itertuples(), start=1):
-        ax.axvspan(gap.start_ms, gap.start_ms + gap.duration_ms, color="red", alpha=0.15)
-        ax.text(gap.start_ms, -0.5, f"gap {rank}: {gap.duration_ms:.2f} ms", color="darkred", fontsize=8, va="bottom")
+    left = start_ms if start_ms is not None else 0.0
+    right = end_ms if end_ms is not None else float(drawn["end_ms"].max()) if len(drawn) else 1.0
+    ax.set_xlim(left, right)
+    ranked = gaps(trace).head(top_gaps) if top_gaps else gaps(trace).iloc[:0]  # the table's rows, by rank
+    ranked = ranked.assign(start_ms=(ranked["start_us"] - t0_us) / 1e3, width_ms=ranked["duration_us"] / 1e3)
+    labels, outside = [], []
+    for rank, gap in zip(ranked.index, ranked.itertuples()):
+        text = f"gap {rank}: {gap.width_ms:.2f} ms"
+        if gap.start_ms < right and gap.start_ms + gap.width_ms > left:
+            ax.axvspan(gap.start_ms, gap.start_ms + gap.width_ms, color="red", alpha=0.15)
+            labels.append((gap.start_ms, gap.start_ms + gap.width_ms, text))
+        else:
+            outside.append(f"{text} at {gap.start_ms:.2f} ms")
+    ax.set_ylim(len(lanes) - 0.5, -0.5)  # lanes top to bottom
+    lines = _place_gap_labels(ax, labels)
+    ax.set_ylim(len(lanes) - 0.5, -0.5 - 0.5 * (lines + 0.6 if lines else 0))  # room for the labels
     ax.set_yticks(range(len(lanes)), lanes)
-    ax.invert_yaxis()
-    ax.set_xlabel("time since the first event (ms)")
+    xlabel = "time since the first event (ms)"
+    if outside:
+        xlabel += f"\noutside this window: {'; '.join(outside)}"
+    ax.set_xlabel(xlabel)
     kinds = [k for k in DRAWN_KINDS if k in set(drawn["kind"])]
     ax.legend(
         handles=[Patch(color=COLOURS[k], label=k) for k in kinds],

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from . import device as _device
-from ._validate import integer_at_least
+from ._validate import InputError, integer_at_least
 from .contract import BenchmarkContract
 from .stats import Estimate
 
@@ -29,9 +29,10 @@ class Measurement:
 
     def __post_init__(self) -> None:
         if len(self.repeat_times_s) != self.contract.repeats:
-            raise ValueError(
+            raise InputError(
+                "repeat_times_s",
                 f"repeat_times_s must hold contract.repeats={self.contract.repeats} values, "
-                f"got {len(self.repeat_times_s)}"
+                f"got {len(self.repeat_times_s)}",
             )
         for i, t in enumerate(self.repeat_times_s):
             if not t > 0:

@@ -7,27 +7,11 @@ phase's duration, so ``PhaseTimer(clock=loop.clock)`` times it exactly and a who
 of a second. :func:`run_instrumented` is the instrumented loop the course shows; ``run_uninstrumented`` is the
 ground truth it must agree with.
 
-Where the durations come from: the GPU-timeline simulator (:mod:`gpucost_lab.simulate`), the same model (8 x
-Linear(2048, 2048), batch 64, on an A100 80GB) that chapter 02's traces show, timed as a *synchronized* phase
-timer sees it (:func:`phase_costs`):
-
-- "data" and "forward_backward" per step: the simulator scenario run with ``item_sync=True`` (a sync after every
-  step, as the timer's synchronize is), taken as the difference between a 24-step and a 12-step run divided by
-  12, so the data loader's one-off start-up (the first batch decoded while nothing is queued) drops out.
-  forward_backward = host-to-device copy + forward + backward + optimizer + the wait for the GPU at the sync.
-- "eval" per held-out batch and "checkpoint" per save: the scenario's model run with the simulator's
-  eval_checkpoint_heavy schedule (eval every 20 of 80 steps on 16 batches; one checkpoint), the eval and
-  checkpoint totals divided by their counts. Eval data is resident on the GPU, as in the simulator.
-- "logging": one ``loss.item()`` on a drained stream, the simulator's host costs (op overhead + copy call + sync
-  call = 23 us).
-- GPU busy (for :meth:`SimulatedTrainingLoop.utilization`): the simulator's kernel time inside each phase, as a
-  share of it; the GPU computes only in forward_backward (~81%: the rest is the batch's copy and launch lead)
-  and eval (~99.6%); the checkpoint's device-to-host copies use the copy engine, not the SMs, so they count as
-  idle, as ``nvidia-smi``'s utilization (time with a kernel running) counts them.
-
-Scaling: every simulated microsecond becomes a millisecond (:data:`TIME_SCALE` = 1000): the simulator's small model
-stands in for one about 1000x larger, so a training step takes ~2.1 s and a checkpoint ~3 minutes, the sizes of a
-nightly run. Shares of wall time, the quantity the chapter reasons with, do not depend on the scale.
+Where the durations come from: the GPU-timeline simulator, the model chapter 02's traces show, timed as a
+synchronized phase timer sees it and scaled so one simulated microsecond becomes a loop millisecond
+(:mod:`gpucost_lab.loop_costs` derives them). Phase names are :data:`gpucost_lab.phases.PHASES`, and the true
+balance (:meth:`SimulatedTrainingLoop.reference_balance`) is :func:`gpucost_lab.phases.balance_table`, the table
+a :class:`~gpucost_lab.phases.PhaseTimer` gives.
 
 Every call's duration is its base duration times uniform(0.95, 1.05) (the simulator's CPU_JITTER) from a
 ``random.Random`` per phase seeded with ``f"{seed}:{phase}"``: the k-th eval of a run lasts the same whatever the
@@ -36,38 +20,21 @@ other phases did, so a loop with a lever applied is compared call for call with 
 
 from __future__ import annotations
 
-import bisect
 import math
 import random
 from dataclasses import dataclass, replace
-from functools import cache
 
 import numpy as np
 import pandas as pd
 
-from ._validate import integer_at_least, one_of, positive
-from .cost import DEFAULT_PRICE_PER_HOUR_USD, SECONDS_PER_HOUR
-from .simulate import (
-    CHECKPOINT_STATES,
-    CPU_JITTER,
-    MEMCPY_CALL_US,
-    OP_OVERHEAD_US,
-    PINNED_COPY_BYTES_PER_S,
-    SCENARIOS,
-    SYNC_CALL_US,
-    SimConfig,
-    phase_totals_us,
-    simulate,
-)
+from ._validate import InputError, integer_at_least, one_of, positive
+from .cost import DEFAULT_PRICE_PER_HOUR_USD
+from .loop_costs import TIME_SCALE, PhaseCosts, phase_costs
+from .phases import CHECKPOINT, DATA, EVAL, FORWARD_BACKWARD, LOGGING, PHASES, balance_table
+from .sim_config import CPU_JITTER, SCENARIOS
 
-PHASES = ("data", "forward_backward", "eval", "checkpoint", "logging")  # the canonical names, phases.LEVERS' keys
-TIME_SCALE = 1000.0  # loop seconds per simulated second: one simulated microsecond becomes one millisecond
 JITTER = CPU_JITTER  # each call lasts its base duration x uniform(1 - JITTER, 1 + JITTER)
 MAX_STEPS = 1_000_000
-_SHORT_STEPS, _LONG_STEPS = 12, 24  # the two simulator runs whose difference gives one steady-state step
-_FORWARD_BACKWARD_PARTS = ("h2d_copy", "forward", "backward", "optimizer", "item_sync")
-_EVAL_CHECKPOINT_SCHEDULE = SCENARIOS["eval_checkpoint_heavy"]  # its eval / checkpoint schedule gives their costs
-_COLUMNS = ["phase", "seconds", "share", "calls", "cost_usd"]  # as PhaseTimer.balance
 
 
 @dataclass(frozen=True)
@@ -114,144 +81,20 @@ LOOP_SCENARIOS: dict[str, LoopScenario] = {
 }
 
 LOOP_LEVERS: dict[str, tuple[str, str]] = {  # name -> (the phase it targets, what it does)
-    "eval_less_often": ("eval", "evaluate every 4x as many steps"),
-    "smaller_eval_set": ("eval", "evaluate on a quarter of the held-out batches: each eval 4x shorter"),
+    "eval_less_often": (EVAL, "evaluate every 4x as many steps"),
+    "smaller_eval_set": (EVAL, "evaluate on a quarter of the held-out batches: each eval 4x shorter"),
     "async_checkpoint": (
-        "checkpoint",
+        CHECKPOINT,
         "copy the state to pinned host memory, write it to disk in the background: "
         "the loop blocks only for the copy (~8% of a blocking save)",
     ),
-    "checkpoint_less_often": ("checkpoint", "checkpoint every 2x as many steps"),
+    "checkpoint_less_often": (CHECKPOINT, "checkpoint every 2x as many steps"),
     "more_loader_workers": (
-        "data",
+        DATA,
         "4 data-loader workers decode ahead, as in the simulator's healthy scenario "
         "(no change where the loader already keeps up)",
     ),
 }
-
-
-@dataclass(frozen=True)
-class PhaseCosts:
-    """Base seconds per call of each phase (after TIME_SCALE, before levers and jitter) and the GPU's busy share
-    inside the phases where it computes; derived from the simulator by :func:`phase_costs`."""
-
-    sim_scenario: str
-    data_s: float  # per step
-    data_with_workers_s: float  # per step with the healthy scenario's 4 workers (the more_loader_workers lever)
-    forward_backward_s: float  # per step, synchronized
-    eval_batch_s: float  # per held-out batch
-    checkpoint_s: float  # per blocking save
-    logging_s: float  # per step
-    forward_backward_busy_share: float  # kernel time / forward_backward time
-    eval_busy_share: float  # kernel time / eval time
-    async_checkpoint_blocking_share: float  # state bytes at pinned-copy bandwidth / a blocking save
-
-
-def _scaled(us: float) -> float:
-    return us * 1e-6 * TIME_SCALE
-
-
-@cache
-def _totals(config: SimConfig) -> dict[str, float]:
-    return phase_totals_us(config)
-
-
-def _kernel_us(trace: dict, windows: list[tuple[float, float]] | None = None) -> float:
-    """Kernel microseconds in ``trace``, all of them or only the parts inside the (sorted, disjoint) windows."""
-    kernels = [(e["ts"], e["ts"] + e["dur"]) for e in trace["traceEvents"] if e.get("cat") == "kernel"]
-    if windows is None:
-        return sum(end - start for start, end in kernels)
-    starts = [w[0] for w in windows]
-    total = 0.0
-    for start, end in kernels:
-        i = bisect.bisect_right(starts, start) - 1
-        for w_start, w_end in windows[max(i, 0) : i + 2]:
-            total += max(0.0, min(end, w_end) - max(start, w_start))
-    return total
-
-
-def _train_step_us(config: SimConfig) -> tuple[float, float, float]:
-    """Steady-state (data, forward_backward, kernel) microseconds of one synchronized training step."""
-    return _train_step_us_of(replace(config, steps=1, item_sync=True, eval_every=0, eval_batches=1, checkpoint_every=0))
-
-
-@cache
-def _train_step_us_of(base: SimConfig) -> tuple[float, float, float]:
-    short, long = _totals(replace(base, steps=_SHORT_STEPS)), _totals(replace(base, steps=_LONG_STEPS))
-    n = _LONG_STEPS - _SHORT_STEPS
-    data_us = (long["data"] - short["data"]) / n
-    forward_backward_us = sum(long[k] - short[k] for k in _FORWARD_BACKWARD_PARTS) / n
-    kernel_us = _kernel_us(simulate(replace(base, steps=_SHORT_STEPS))) / _SHORT_STEPS  # GPU time is not jittered
-    return data_us, forward_backward_us, kernel_us
-
-
-def _eval_checkpoint_us(config: SimConfig) -> tuple[float, float, float, float]:
-    """(eval microseconds per held-out batch, checkpoint microseconds per save, eval's kernel share, the
-    pinned-copy share of a save) for ``config``'s model, on the simulator's eval_checkpoint_heavy schedule.
-    Eval and checkpoint never touch the data loader, so its settings are taken from that scenario too."""
-    sched = _EVAL_CHECKPOINT_SCHEDULE
-    return _eval_checkpoint_us_of(
-        replace(
-            config,
-            **{
-                k: getattr(sched, k)
-                for k in (
-                    "seed",
-                    "steps",
-                    "eval_every",
-                    "eval_batches",
-                    "checkpoint_every",
-                    "item_sync",
-                    "num_workers",
-                    "pin_memory",
-                    "decode_us_per_sample",
-                )
-            },
-        )
-    )
-
-
-@cache
-def _eval_checkpoint_us_of(heavy: SimConfig) -> tuple[float, float, float, float]:
-    totals = _totals(heavy)
-    evals, checkpoints = heavy.steps // heavy.eval_every, heavy.steps // heavy.checkpoint_every
-    checkpoint_us = totals["checkpoint"] / checkpoints
-    trace = simulate(heavy)
-    eval_windows = sorted(
-        (e["ts"], e["ts"] + e["dur"])
-        for e in trace["traceEvents"]
-        if e.get("cat") == "user_annotation" and e["name"] == "eval"
-    )
-    state_bytes = heavy.layers * (heavy.hidden**2 + heavy.hidden) * 4 * len(CHECKPOINT_STATES)  # fp32 each
-    return (
-        totals["eval"] / (evals * heavy.eval_batches),
-        checkpoint_us,
-        _kernel_us(trace, eval_windows) / totals["eval"],
-        state_bytes / PINNED_COPY_BYTES_PER_S * 1e6 / checkpoint_us,
-    )
-
-
-@cache
-def phase_costs(sim_scenario: str) -> PhaseCosts:
-    """Per-call phase durations of a loop built on the simulator scenario ``sim_scenario`` (see the module
-    docstring for the derivation). Computed once (well under a second of simulation), then cached."""
-    one_of("sim_scenario", sim_scenario, SCENARIOS)
-    config = SCENARIOS[sim_scenario]
-    data_us, forward_backward_us, kernel_us = _train_step_us(config)
-    data_with_workers_us, _, _ = _train_step_us(SCENARIOS["healthy"])
-    eval_batch_us, checkpoint_us, eval_busy_share, async_share = _eval_checkpoint_us(config)
-    return PhaseCosts(
-        sim_scenario=sim_scenario,
-        data_s=_scaled(data_us),
-        data_with_workers_s=_scaled(data_with_workers_us),
-        forward_backward_s=_scaled(forward_backward_us),
-        eval_batch_s=_scaled(eval_batch_us),
-        checkpoint_s=_scaled(checkpoint_us),
-        logging_s=_scaled(OP_OVERHEAD_US + MEMCPY_CALL_US + SYNC_CALL_US),
-        forward_backward_busy_share=min(1.0, kernel_us / forward_backward_us),
-        eval_busy_share=min(1.0, eval_busy_share),
-        async_checkpoint_blocking_share=min(1.0, async_share),
-    )
 
 
 def _cumulative(intervals: np.ndarray):
@@ -292,7 +135,7 @@ class SimulatedTrainingLoop:
             base = LOOP_SCENARIOS[one_of("scenario", scenario, LOOP_SCENARIOS)]
         steps = base.steps if steps is None else integer_at_least("steps", steps, 1)
         if steps > MAX_STEPS:
-            raise ValueError(f"steps must be an integer in [1, {MAX_STEPS}], got {steps!r}")
+            raise InputError("steps", f"steps must be an integer in [1, {MAX_STEPS}], got {steps!r}")
         self.scenario, self.steps, self._base = base.name, steps, base
         self.seed = integer_at_least("seed", seed, 0)
         self.price_per_hour_usd = positive("price_per_hour_usd", price_per_hour_usd)
@@ -302,7 +145,7 @@ class SimulatedTrainingLoop:
         for name in self.levers:
             one_of("lever", name, LOOP_LEVERS)
         if len(set(self.levers)) != len(self.levers):
-            raise ValueError(f"levers must not repeat a lever, got {self.levers!r}")
+            raise InputError("levers", f"levers must not repeat a lever, got {self.levers!r}")
         on = set(self.levers)
         self.schedule = replace(
             base,
@@ -314,14 +157,14 @@ class SimulatedTrainingLoop:
         costs = phase_costs(base.sim_scenario)
         self.costs = costs
         self.per_call_s: dict[str, float] = {  # base duration of one call, levers applied, before jitter
-            "data": min(costs.data_s, costs.data_with_workers_s) if "more_loader_workers" in on else costs.data_s,
-            "forward_backward": costs.forward_backward_s,
-            "eval": costs.eval_batch_s * self.schedule.eval_batches,
-            "checkpoint": costs.checkpoint_s
+            DATA: min(costs.data_s, costs.data_with_workers_s) if "more_loader_workers" in on else costs.data_s,
+            FORWARD_BACKWARD: costs.forward_backward_s,
+            EVAL: costs.eval_batch_s * self.schedule.eval_batches,
+            CHECKPOINT: costs.checkpoint_s
             * (costs.async_checkpoint_blocking_share if "async_checkpoint" in on else 1.0),
-            "logging": costs.logging_s,
+            LOGGING: costs.logging_s,
         }
-        self._busy_share = {"forward_backward": costs.forward_backward_busy_share, "eval": costs.eval_busy_share}
+        self._busy_share = {FORWARD_BACKWARD: costs.forward_backward_busy_share, EVAL: costs.eval_busy_share}
         self._rngs = {phase: random.Random(f"{self.seed}:{phase}") for phase in PHASES}
         self._now = 0.0
         self._history: list[tuple[str, float, float]] = []
@@ -344,23 +187,23 @@ class SimulatedTrainingLoop:
 
     def load_batch(self) -> None:
         """Wait for the next training batch ("data")."""
-        self._advance("data")
+        self._advance(DATA)
 
     def forward_backward(self) -> None:
         """Copy the batch, forward, backward and optimizer step, synchronized ("forward_backward")."""
-        self._advance("forward_backward")
+        self._advance(FORWARD_BACKWARD)
 
     def evaluate(self) -> None:
         """Forward passes over the held-out batches ("eval")."""
-        self._advance("eval")
+        self._advance(EVAL)
 
     def save_checkpoint(self) -> None:
         """Save weights and optimizer state ("checkpoint"); blocking unless the async_checkpoint lever is on."""
-        self._advance("checkpoint")
+        self._advance(CHECKPOINT)
 
     def log_metrics(self) -> None:
         """Read the loss and log it ("logging")."""
-        self._advance("logging")
+        self._advance(LOGGING)
 
     def clock(self) -> float:
         """Simulated seconds since the loop started: pass it to ``PhaseTimer(clock=loop.clock)``."""
@@ -369,7 +212,7 @@ class SimulatedTrainingLoop:
     def _step(self, step: int) -> int:
         step = integer_at_least("step", step, 1)
         if step > self.steps:
-            raise ValueError(f"step must be an integer in [1, {self.steps}] (1-based), got {step!r}")
+            raise InputError("step", f"step must be an integer in [1, {self.steps}] (1-based), got {step!r}")
         return step
 
     def should_evaluate(self, step: int) -> bool:
@@ -406,7 +249,7 @@ class SimulatedTrainingLoop:
         if not self._history or self._now <= 0:
             raise ValueError(
                 "the loop has not run yet: run it (run_instrumented(loop, timer), or your own loop) "
-                "before asking for its utilization"
+                "before asking for its utilization",
             )
         total = self._now
         n = max(1, math.ceil(total / bin_s))
@@ -450,25 +293,25 @@ class SimulatedTrainingLoop:
         return fresh.clock()
 
     def reference_balance(self) -> pd.DataFrame:
-        """The true balance of the whole loop (run on a fresh copy), shaped as ``PhaseTimer.balance``:
-        ``phase, seconds, share, calls, cost_usd``, most seconds first; phases never called are left out."""
+        """The true balance of the whole loop (run on a fresh copy), by the table ``PhaseTimer.balance`` gives
+        (:func:`gpucost_lab.phases.balance_table`): ``phase, seconds, share, calls, cost_usd``, most seconds first
+        (on a tie, the first in :data:`PHASES`); phases never called are left out."""
         fresh = self._replica()
         fresh._run()
         seconds, calls = dict.fromkeys(PHASES, 0.0), dict.fromkeys(PHASES, 0)
         for phase, start, end in fresh._history:
             seconds[phase] += end - start
             calls[phase] += 1
-        rows = sorted(((p, seconds[p], calls[p]) for p in PHASES if calls[p]), key=lambda r: -r[1])
-        frame = pd.DataFrame(rows, columns=["phase", "seconds", "calls"]).astype({"seconds": float, "calls": int})
-        frame["share"] = frame["seconds"] / fresh.clock()
-        frame["cost_usd"] = frame["seconds"] * self.price_per_hour_usd / SECONDS_PER_HOUR
-        return frame[_COLUMNS]
+        called = [p for p in PHASES if calls[p]]
+        return balance_table(
+            {p: seconds[p] for p in called}, {p: calls[p] for p in called}, fresh.clock(), self.price_per_hour_usd
+        )
 
     def with_lever(self, name: str) -> SimulatedTrainingLoop:
         """A new, unrun loop with the same scenario, steps, seed and price, and lever ``name`` added."""
         one_of("lever", name, LOOP_LEVERS)
         if name in self.levers:
-            raise ValueError(f"lever {name!r} is already applied to this loop (levers={self.levers!r})")
+            raise InputError("lever", f"lever {name!r} is already applied to this loop (levers={self.levers!r})")
         return SimulatedTrainingLoop(self._base, self.steps, self.seed, self.price_per_hour_usd, self.levers + (name,))
 
 
@@ -479,24 +322,25 @@ def run_instrumented(loop: SimulatedTrainingLoop, timer):
     its wall time then equals ``loop.run_uninstrumented()``.
     """
     if not isinstance(loop, SimulatedTrainingLoop):
-        raise ValueError(f"loop must be a SimulatedTrainingLoop, got {type(loop).__name__}")
+        raise InputError("loop", f"loop must be a SimulatedTrainingLoop, got {type(loop).__name__}")
     if loop.clock() != 0.0 or loop.history.shape[0]:
-        raise ValueError(
+        raise InputError(
+            "loop",
             f"loop has already run to {loop.clock():g} s; build a new SimulatedTrainingLoop (or use "
-            "loop.with_lever) to run it again"
+            "loop.with_lever) to run it again",
         )
     for step in range(1, loop.steps + 1):
-        with timer.phase("data"):
+        with timer.phase(DATA):
             loop.load_batch()
-        with timer.phase("forward_backward"):
+        with timer.phase(FORWARD_BACKWARD):
             loop.forward_backward()
         if loop.should_evaluate(step):
-            with timer.phase("eval"):
+            with timer.phase(EVAL):
                 loop.evaluate()
         if loop.should_checkpoint(step):
-            with timer.phase("checkpoint"):
+            with timer.phase(CHECKPOINT):
                 loop.save_checkpoint()
-        with timer.phase("logging"):
+        with timer.phase(LOGGING):
             loop.log_metrics()
     return timer
 

@@ -26,7 +26,9 @@ import os
 import random
 from dataclasses import dataclass
 
+from ._validate import InputError
 from .cost import DEFAULT_PRICE_PER_HOUR_USD
+from .memory_model import DEFAULT_RESERVE_FRACTION
 from .simulate import SCENARIOS, SimConfig
 from .training_sim import LOOP_LEVERS, LOOP_SCENARIOS, LoopScenario, SimulatedTrainingLoop
 
@@ -74,9 +76,10 @@ def _learner(learner: str | None) -> str | None:
         or len(learner) > MAX_LEARNER_CHARS
         or not learner.isprintable()
     ):
-        raise ValueError(
+        raise InputError(
+            "learner",
             f"learner must be a printable id of 1 to {MAX_LEARNER_CHARS} characters, or None for the "
-            f"self-study lab, got {learner!r}"
+            f"self-study lab, got {learner!r}",
         )
     return learner.strip()
 
@@ -152,7 +155,7 @@ SELF_STUDY_PLAN = PlanLab(
     None,
     SCENARIOS["dataloader_stall"],
     train_seed=0,
-    reserve_fraction=0.10,
+    reserve_fraction=DEFAULT_RESERVE_FRACTION,
     price_per_hour_usd=DEFAULT_PRICE_PER_HOUR_USD,
     nightly_samples=2_000_000_000,
     window_hours=8.0,
@@ -256,7 +259,7 @@ def lab_variant(lab: str, learner: str | None = ...) -> LoopLab | PlanLab:
     """The numbers of ``lab`` (one of :data:`LABS`) for ``learner``: by default the id in the environment
     (:func:`current_learner`); None gives the self-study lab."""
     if lab not in LABS:
-        raise ValueError(f"lab must be one of {', '.join(map(repr, LABS))}, got {lab!r}")
+        raise InputError("lab", f"lab must be one of {', '.join(map(repr, LABS))}, got {lab!r}")
     learner = current_learner() if learner is ... else _learner(learner)
     if lab == "profile_training_loop":
         return SELF_STUDY_LOOP if learner is None else _loop_lab(learner)

@@ -1,8 +1,18 @@
-"""Reference answers the chapter tests put into the answer cells (by nbgrader grade_id).
+"""Reference answers the chapter tests put into the answer cells (by nbgrader grade_id), and how each chapter
+displays the value of every numeric checkpoint.
 
-Each answer is what a learner who worked the section would write: code that computes the value from
+Each answer in ``ANSWERS`` is what a learner who worked the section would write: code that computes the value from
 the chapter's own objects, or the choice the section argues for.
+
+``DISPLAYED`` has one row per numeric checkpoint, keyed by chapter: where the chapter displays the value (a regular
+expression over the text outputs of the cells above the question; its groups are the displayed figures), what a
+learner writes from that display, the digits the check compares to, and plausible mistakes. Adding a chapter is
+adding its rows under its file name (tests/test_checkpoint_display.py says what is checked).
 """
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 ANSWERS: dict[str, dict[str, str]] = {
     "01_freeze_the_contract.ipynb": {
@@ -54,4 +64,266 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch06_q5_answer": 'leaking_loop = "a"',
         "ch06_q6_answer": 'faster_step_always_cheaper = "false"',
     },
+    "07_feed_the_device.ipynb": {
+        "ch07_q1_answer": 'data_wait_no_workers = table.loc["workers=0", "data_wait_fraction"]',
+        "ch07_q2_answer": "persistent_cost_ratio = results[1].comparison.time_ratio",
+        "ch07_q3_answer": "break_even_steps = compile_price.break_even_steps.value",
+        "ch07_q4_answer": 'workers_compete_with = "b"',
+        "ch07_q5_answer": 'copy_overlap_settings = "a"',
+        "ch07_q6_answer": 'workers_change_quality = "false"',
+    },
+}
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A numeric checkpoint and how its chapter displays the answer."""
+
+    answer_cell: str  # the answer cell's nbgrader grade_id; the check cell follows it
+    shown: str | None  # regex over the text outputs above the question (None: a count the learner works out)
+    answer: str  # what the learner writes: a Python expression over the displayed figures {0}, {1}, ...
+    mistakes: dict[str, str] = field(default_factory=dict)  # what went wrong -> the expression a learner writes
+    digits: str = "exact"  # the check cell's "significant=N" or "decimals=N"; "exact" for counts
+
+
+DISPLAYED: dict[str, list[Shown]] = {
+    "01_freeze_the_contract.ipynb": [
+        Shown(
+            "ch01_q1_answer",
+            r"unsynchronized: ([\d,]+) samples/s.*claims a ([\d,]+)x speed-up",
+            "{1}",
+            {
+                "inverted: synchronized over unsynchronized": "1 / {1}",
+                "the unsynchronized throughput, not the ratio": "{0}",
+            },
+            digits="decimals=0",
+        ),
+        Shown(
+            "ch01_q2_answer",
+            r"contracts differ in (\d+) field\(s\)",
+            "{0}",
+            {"only the input shape": "{0} - 1", "every field of the contract": "len(contract.to_dict())"},
+        ),
+    ],
+    "02_read_the_timeline.ipynb": [
+        Shown(
+            "ch02_q1_answer",
+            r"GPU busy ([\d.]+) ms of a ([\d.]+) ms span",
+            "1 - {0} / {1}",
+            {
+                "the busy share": "{0} / {1}",
+                "a percentage": "100 * (1 - {0} / {1})",
+                "the idle time in ms": "{1} - {0}",
+                "after the fix": "busy_idle(fixed).idle_us / busy_idle(fixed).span_us",
+            },
+            digits="decimals=2",
+        ),
+        Shown(
+            "ch02_q3_answer",
+            r"^loss\.item\(\) every step +\S+ +\d+ +(\d+) +\d+ *$",
+            "{0}",
+            {
+                "every nested call counted (item, _local_scalar_dense, synchronize)": "3 * {0}",
+                "the rows that .head() shows": "5",
+            },
+        ),
+        # the readable gaps table, indexed by rank: the widest gap is "1  <start> s  <duration> s  <before>  <after>"
+        Shown(
+            "ch02_q6_answer",
+            r"^1 +([\d.]+) s +([\d.]+) s ",
+            "{1}",
+            {
+                "the gap's start, not its length": "{0}",
+                "in milliseconds": "{1} * 1000",
+                "the second widest gap": 'alex_gaps["duration_us"].iloc[1] / 1e6',
+            },
+            digits="decimals=1",
+        ),
+        Shown(
+            "ch02_q7_answer",
+            r"^\d+ +communication +\S+ \S+ +([\d.]+)%",
+            "{0} / 100",
+            {
+                "a percentage": "{0}",
+                "communication with its overlaps": 'rank0_types[rank0_types["kernel_type"]'
+                '.str.contains("communication")]'
+                '["share"].sum()',
+                "the GPU's busy share of the span": "rank0_busy.busy_us / rank0_busy.span_us",
+            },
+            digits="decimals=2",
+        ),
+    ],
+    "04_memory_budget.ipynb": [
+        Shown(
+            "ch04_q1_answer",
+            r"largest microbatch that fits: (\d+)",
+            "{0}",
+            {"rounded up": "{0} + 1", "the whole 24 GB, no reserve": "int((24 - 3.2) / 0.34)"},
+        ),
+        # not displayed: each block adds 0.34 x 100 / 10 = 3.4 GB; 3.2 + 5 x 3.4 = 20.2 <= 21.6 < 3.2 + 6 x 3.4 = 23.6
+        Shown(
+            "ch04_q2_answer",
+            None,
+            "6",
+            {"the last block that fits": "5", "the block of the microbatch-60 example": "10"},
+        ),
+        Shown(
+            "ch04_q3_answer",
+            r"largest microbatch with checkpointing: (\d+)",
+            "{0}",
+            {"without checkpointing": "ledger.max_microbatch()", "rounded up": "{0} + 1"},
+        ),
+        Shown(
+            "ch04_q4_answer",
+            r"activations per sample: ([\d,]+) bytes",
+            "{0}",
+            {
+                "MB, not bytes": "{0} / 1e6",
+                "the whole microbatch of 8": "8 * {0}",
+                "one sample's input": "per_sample_input_bytes",
+            },
+            digits="decimals=0",
+        ),
+        Shown(
+            "ch04_q6_answer",
+            r"min_time_us.*?^1 +([\d.]+) ",
+            "{0}",
+            {
+                "seconds, not microseconds": "{0} / 1e6",
+                "nanoseconds": "{0} * 1e3",
+                "fp32's time": 'roofline.loc[0, "min_time_us"]',
+                "the bf16 compute peak, ignoring the memory roof": "linear_bf16.flops / 125e12 * 1e6",
+            },
+            digits="significant=3",
+        ),
+        # counted from section 3's table: six rows say "in window", three say "LATE"
+        Shown("ch04_q7_answer", None, "6", {"every fix that fits memory": "9", "only the late ones": "3"}),
+        Shown(
+            "ch04_q9_answer",
+            r"full recomputation +peak +[\d.]+ GB +step x([\d.]+)",
+            "{0}",
+            {
+                "accumulation's factor": "1.15",
+                "the time saved, not the factor": "1 - {0}",
+                "selective recomputation's": "1.027",
+            },
+            digits="significant=3",
+        ),
+    ],
+    "05_profile_to_decision.ipynb": [
+        Shown(
+            "ch05_q1_answer",
+            r"dominant phase: data\n.*?^\d+ +data +\S+ +(\S+) ",
+            "{0}",
+            {
+                "a percentage": "100 * {0}",
+                "the 90% figure of section 4": 'options["data"].wall_reduction_share',
+                "after the fix": 'after_balance.set_index("phase").loc["data", "share"]',
+            },
+            digits="significant=4",
+        ),
+        Shown(
+            "ch05_q3_answer",
+            r"dominant phase: data\n.*?^\d+ +logging +\S+ +(\S+) ",
+            "{0}",
+            {
+                "the 90% figure of section 4": 'options["logging"].wall_reduction_share',
+                "a percentage": "100 * {0}",
+                "after the fix": 'after_balance.set_index("phase").loc["logging", "share"]',
+            },
+            digits="significant=4",
+        ),
+        Shown(
+            "ch05_q6_answer",
+            r"\$([\d.]+) saved per nightly run",
+            "{0}",
+            {
+                "the 90% bound of section 4": 'options["data"].cost_saved_usd',
+                "cents": "100 * {0}",
+                "the data phase's whole cost": 'before_balance.set_index("phase").loc["data", "cost_usd"]',
+            },
+            digits="decimals=2",
+        ),
+    ],
+    "03_price_the_result.ipynb": [
+        Shown(
+            "ch03_q1_answer",
+            r"cost_per_sample_usd_geomean.*?^baseline +(\S+) ",
+            "{0}",
+            {
+                "the candidate's": 'cost_per_sample["candidate"].geomean',
+                "per million samples": "{0} * 1e6",
+                "per step of 64 samples": "{0} * 64",
+            },
+            digits="significant=4",
+        ),
+        Shown(
+            "ch03_q2_answer",
+            r"cost-to-target ratio from the table: ([\d.]+)",
+            "{0}",
+            {
+                "inverted: baseline over candidate": "1 / {0}",
+                "cost per sample only, steps ignored": "comparison.unit_cost_ratio",
+                "steps only, cost per step ignored": 'Estimate.of(quality["candidate"].steps_to_target_values).geomean'
+                ' / Estimate.of(quality["baseline"].steps_to_target_values).geomean',
+            },
+            digits="decimals=3",
+        ),
+    ],
+    "06_release_the_result.ipynb": [
+        Shown(
+            "ch06_q1_answer",
+            r"^ +action\b.*?^batch128-lr-scaled +(\w+) .*?^bf16-autocast +(\w+) .*?^tiny-model +(\w+) ",
+            "['{0}', '{1}', '{2}'].count('promote')",
+            {"the fallbacks": "['{0}', '{1}', '{2}'].count('fallback')", "every candidate": "3"},
+        ),
+        Shown(
+            "ch06_q3_answer",
+            r"^batch128-lr-scaled\b[^\n]*? ([\d.]+) to ([\d.]+)",
+            "{1}",
+            {
+                "the lower end": "{0}",
+                "the ratio itself": 'plans["batch128-lr-scaled"].decision.cost_ratio',
+                "bf16's upper end": 'plans["bf16-autocast"].decision.cost_ratio_ci95[1]',
+            },
+            digits="decimals=3",
+        ),
+    ],
+    "07_feed_the_device.ipynb": [
+        # the settings table of section 3 (the profile's comparison above it also has a "workers=0" row)
+        Shown(
+            "ch07_q1_answer",
+            r"first_batch_ms.*?^workers=0 +\S+ +\S+ +([\d.]+) ",
+            "{0}",
+            {
+                "a percentage": "100 * {0}",
+                "the milliseconds to the first batch": 'table.loc["workers=0", "first_batch_ms"]',
+                "the worker restarted every epoch": 'table.loc["workers=1", "data_wait_fraction"]',
+            },
+            digits="decimals=2",
+        ),
+        Shown(
+            "ch07_q2_answer",
+            r"^persistent_workers False -> True +([\d.]+) ",
+            "{0}",
+            {
+                "inverted: baseline over candidate": "1 / {0}",
+                "a percentage": "100 * {0}",
+                "the first change's ratio": "results[0].comparison.time_ratio",
+            },
+            digits="decimals=3",
+        ),
+        Shown(
+            "ch07_q3_answer",
+            r"break-even after ([\d,]+) steps",
+            "{0}",
+            {
+                "compile time over the eager step, not over the time saved": "compile_result.compile_s"
+                " / compile_price.eager_step_s",
+                "samples, not steps": "{0} * BATCH",
+                "thousands of steps": "{0} / 1000",
+            },
+            digits="significant=2",
+        ),
+    ],
 }

@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -10,6 +11,37 @@ settings.register_profile(
     "course", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=bool(os.environ.get("CI"))
 )
 settings.load_profile("course")
+
+# The markers (pyproject.toml) of the files that are one kind through and through, by path under tests/ (a folder:
+# every file in it). Elsewhere a test carries its own marker. `make check` deselects all four kinds.
+KIND_BY_PATH = {
+    "browser/": ("browser",),  # JupyterLab in headless Chromium
+    "hub/test_hub_browser.py": ("browser", "slow"),  # a JupyterHub, a learner in Chromium
+    "hub/test_hub_class.py": ("grading", "slow"),  # a JupyterHub class, autograded with the formgrader
+    "hub/test_hub_load.py": ("grading", "slow"),  # the same at 30 learners (opt-in)
+    "test_class_grading_reuse.py": ("grading",),
+    "test_grade_export.py": ("grading",),  # grades read from nbgrader's gradebook
+    "test_grading.py": ("grading",),
+    "test_grading_attacks.py": ("grading",),
+    "test_grading_workflow_attacks.py": ("grading",),
+    "test_make_lab.py": ("slow",),  # JupyterLab started by `make lab`
+}
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config, items):
+    missing = [prefix for prefix in KIND_BY_PATH if not (TESTS / prefix).exists()]
+    if missing:  # a file renamed or moved would otherwise lose its marker, and `make check` would run it
+        raise pytest.UsageError(f"tests/conftest.py KIND_BY_PATH names what tests/ no longer has: {missing}")
+    for item in items:
+        try:
+            where = item.path.relative_to(TESTS).as_posix()
+        except ValueError:
+            continue
+        for prefix, kinds in KIND_BY_PATH.items():
+            if where == prefix or (prefix.endswith("/") and where.startswith(prefix)):
+                for kind in kinds:
+                    item.add_marker(kind)
 
 
 class FakeAsyncDevice:
@@ -43,6 +75,14 @@ class FakeAsyncDevice:
 @pytest.fixture
 def fake_device():
     return FakeAsyncDevice
+
+
+@pytest.fixture(scope="session")
+def chapter_run(tmp_path_factory):
+    """``chapter_run(path_or_name, kind)``: the chapter run as ``kind`` says, made once a session (chapter_runs.py)."""
+    from chapter_runs import ChapterRuns
+
+    return ChapterRuns(tmp_path_factory)
 
 
 @pytest.fixture

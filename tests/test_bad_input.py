@@ -1,5 +1,6 @@
 """Bad input everywhere: nesting and event limits of a trace, unusable events skipped and counted, results that
-would overflow, output paths that cannot be written, and control characters in printed names.
+would overflow, output paths that cannot be written, control characters in printed names, and the field every
+InputError names.
 
 Every expected value here is derived by hand from the fixture written in the test, not by the module's code.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import pickle
 import resource
 import stat
 import subprocess
@@ -17,8 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from gpucost_lab import cli, simulate
+import gpucost_lab
+from gpucost_lab import InputError, cli, cost, simulate
 from gpucost_lab import timeline as tl
+from gpucost_lab.memory import MemoryLedger
+from gpucost_lab.quality import SeedRuns
 from gpucost_lab.trace_input import MAX_DEPTH, DepthLimitedReader
 
 FLOAT_MAX = sys.float_info.max
@@ -343,3 +348,43 @@ def test_a_write_that_fails_midway_leaves_nothing_behind(tmp_path, capsys, monke
         f"--output '{target}' could not be written (No space left on device)",
     )
     assert os.listdir(tmp_path) == []  # neither the trace nor its temporary file
+
+
+# ----------------------------------------------------------------------------------------------- InputError.field
+def test_an_input_error_is_a_value_error_carrying_its_field():
+    with pytest.raises(InputError) as caught:
+        cost.predict(0.2, 0.25, price_per_hour_usd=0)
+    err = caught.value
+    assert isinstance(err, ValueError) and gpucost_lab.InputError is InputError
+    assert err.field == "price_per_hour_usd"
+    assert str(err) == "price_per_hour_usd must be > 0, got 0"
+
+
+@pytest.mark.parametrize(
+    "call, field, message",
+    [
+        (
+            lambda: MemoryLedger(3.2, 0.34, reserve_fraction=1.0),
+            "reserve_fraction",
+            "reserve_fraction must be in [0, 1)",
+        ),
+        (
+            lambda: MemoryLedger(3.2, 0.34).at(32, recompute="half"),
+            "recompute",
+            "recompute must be one of 'none', 'selective', 'full', got 'half'",
+        ),
+        (lambda: MemoryLedger(3.2, 0.34, gradient_gb=4.0), "gradient_gb", "gradient_gb must be at most static_gb=3.2"),
+        (lambda: tl.diff([], "after.json"), "before", "before must hold at least one trace, got none"),
+        (lambda: SeedRuns(()), "runs", "runs must hold at least one TrainResult"),
+        (lambda: cost.predict(0.2, 0.25, window_hours=8), "window_hours", "window_hours needs baseline_hours"),
+    ],
+)
+def test_every_kind_of_check_names_its_field(call, field, message):
+    with pytest.raises(InputError) as caught:
+        call()
+    assert caught.value.field == field and str(caught.value).startswith(message), caught.value
+
+
+def test_an_input_error_keeps_its_field_across_processes():
+    back = pickle.loads(pickle.dumps(InputError("scenario.steps", "scenario.steps must be an integer >= 1, got 0")))
+    assert (back.field, str(back)) == ("scenario.steps", "scenario.steps must be an integer >= 1, got 0")

@@ -4,8 +4,9 @@ repo2docker installs binder/requirements.txt into the kernel's environment, then
 repository root. This test does the same in a fresh virtual environment (one per test session; pip's cache is
 reused), then checks what a learner gets: the course package installed (not editable) and nothing else added
 by postBuild, torch's CPU build, the widget and nbgrader extensions enabled, the server opening on the first
-chapter, and every chapter executing top to bottom with that environment's kernel, where the only cells that may
-fail are the graded checkpoint checks (tagged `raises-exception`, unanswered as committed).
+chapter with no news prompt (the course's JupyterLab settings installed, no news fetched, no update check), and
+every chapter executing top to bottom with that environment's kernel, where the only cells that may fail are the
+graded checkpoint checks (tagged `raises-exception`, unanswered as committed).
 
 This machine cannot reach PyTorch's own index, so the test drops binder/requirements.txt's index line: pip then
 resolves `torch==2.13.0` to the CPU wheel this machine provides locally (the same 2.13.0+cpu build the index
@@ -126,6 +127,35 @@ def test_start_runs_the_labs_as_the_self_study_job_whatever_binder_s_random_user
     assert out.stdout.strip() == "alice"
 
 
+NOTIFICATION = "@jupyterlab/apputils-extension:notification"
+NO_NEWS = {"fetchNews": "false", "checkForUpdates": False}  # JupyterLab asks about news while fetchNews is "none"
+
+
+def test_the_courses_lab_settings_turn_off_the_news_prompt_and_merge_into_what_is_there(tmp_path):
+    assert json.loads((BINDER / "overrides.json").read_text()) == {NOTIFICATION: NO_NEWS}
+    target = tmp_path / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    script = [sys.executable, BINDER / "install_lab_settings.py", target]
+    _run(script)
+    assert json.loads(target.read_text()) == {NOTIFICATION: NO_NEWS}
+    # someone else's overrides: theirs kept, the course's two keys set, nothing written a second time
+    theirs = {
+        "@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"},
+        NOTIFICATION: {"fetchNews": "none", "doNotDisturbMode": True},
+    }
+    target.write_text(json.dumps(theirs))
+    _run(script)
+    assert json.loads(target.read_text()) == {
+        "@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"},
+        NOTIFICATION: {"fetchNews": "false", "doNotDisturbMode": True, "checkForUpdates": False},
+    }
+    written = target.stat().st_mtime_ns
+    assert "already set" in _run(script) and target.stat().st_mtime_ns == written
+    target.write_text("{not json")
+    broken = subprocess.run([str(a) for a in script], capture_output=True, text=True)
+    assert broken.returncode != 0 and "not valid JSON" in broken.stderr
+    assert target.read_text() == "{not json", "a file the script cannot read is left as it is"
+
+
 # --------------------------------------------------------------------------------------------------
 # the environment Binder builds (slow: one per session)
 
@@ -180,6 +210,7 @@ def binder(tmp_path_factory):
     )
 
 
+@pytest.mark.slow
 def test_postbuild_installs_the_course_package_alone_and_not_editable(binder):
     assert binder.after - binder.before == {"gpucost-lab"}, (
         "everything but the package itself must come from binder/requirements.txt"
@@ -193,6 +224,16 @@ def test_postbuild_installs_the_course_package_alone_and_not_editable(binder):
     )
 
 
+@pytest.mark.slow
+def test_postbuild_installs_the_courses_lab_settings_into_the_environment(binder):
+    installed = binder.venv / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    assert json.loads(installed.read_text())[NOTIFICATION] == NO_NEWS, "no news prompt over the first chapter"
+    server_config = json.loads((binder.venv / "etc" / "jupyter" / "jupyter_server_config.json").read_text())
+    assert server_config["LabApp"]["news_url"] is None
+    assert server_config["LabApp"]["check_for_updates_class"] == "jupyterlab.NeverCheckForUpdate"
+
+
+@pytest.mark.slow
 def test_torch_is_the_courses_release_and_a_cpu_build(binder):
     out = _run([binder.python, "-c", "import torch; print(torch.__version__, torch.version.cuda)"], env=binder.env)
     version, cuda = out.split()
@@ -200,6 +241,7 @@ def test_torch_is_the_courses_release_and_a_cpu_build(binder):
     assert cuda == "None", f"torch {version} is a CUDA build; Binder must get the CPU build"
 
 
+@pytest.mark.slow
 def test_widget_and_nbgrader_extensions_are_enabled(binder):
     jupyter = binder.venv / "bin" / "jupyter"
     lab = ANSI.sub("", _run([jupyter, "labextension", "list"], env=binder.env, cwd=binder.repo))
@@ -226,6 +268,7 @@ def _get(port: int, path: str) -> tuple[int, str, bytes]:
         conn.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["lab", "server", "notebook"])
 def test_the_server_opens_on_the_first_chapter(binder, command):
     port, token = _free_port(), "gpucost-binder-test"
@@ -258,6 +301,14 @@ def test_the_server_opens_on_the_first_chapter(binder, command):
         assert status in (301, 302) and location.split("?")[0] == FIRST_CHAPTER_URL, (status, location)
         status, _, page = _get(port, f"{FIRST_CHAPTER_URL}?token={token}")
         assert status == 200 and b"JupyterLab" in page
+        if command != "notebook":  # JupyterLab's page: no news prompt (the settings' default), no news, no update check
+            status, _, body = _get(port, f"/lab/api/settings/{NOTIFICATION}?token={token}")
+            schema = json.loads(body)["schema"]["properties"]
+            assert {key: schema[key]["default"] for key in NO_NEWS} == NO_NEWS, "postBuild's overrides.json in effect"
+            config = json.loads(re.search(rb'id="jupyter-config-data"[^>]*>(.*?)</script>', page, re.S).group(1))
+            assert config["news"] == {"disabled": True}, "LabApp.news_url is None"
+            status, _, body = _get(port, f"/lab/api/update?token={token}")
+            assert status == 200 and json.loads(body)["notification"] is None, "NeverCheckForUpdate"
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -294,6 +345,8 @@ RUNNER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.notebook
+@pytest.mark.slow
 @pytest.mark.parametrize("chapter", [p.name for p in CHAPTERS])
 def test_every_chapter_runs_in_the_binder_environment(binder, chapter):
     out = _run(
@@ -312,6 +365,7 @@ def test_every_chapter_runs_in_the_binder_environment(binder, chapter):
     assert all(c["graded"] for c in cells if c["error"]), [c for c in cells if c["error"]]
 
 
+@pytest.mark.slow
 def test_the_cli_works_non_editable_from_any_directory(binder, tmp_path):
     """The installed (not editable) package: its CLI from an unrelated folder, and grading from inside the course."""
     cli = binder.venv / "bin" / "gpucost-lab"

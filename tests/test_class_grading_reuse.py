@@ -10,7 +10,7 @@ import pytest
 from test_grading_attacks import ATTACKS, POINTS, RIGHT, SOURCE_ROOT, WRONG, notebook
 from test_grading_workflow_attacks import KERNEL_BREAKER, TIMEOUT_S, gradebook_writer
 
-from gpucost_lab.class_grading import grade_class
+from gpucost_lab.grading.classes import grade_class
 from gpucost_lab.grading.sandbox import unavailable_reason
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox: {unavailable_reason()}")

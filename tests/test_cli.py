@@ -125,6 +125,7 @@ def test_cuda_on_a_cpu_only_machine_is_refused_cleanly():
     assert "CUDA is not available" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_console_script_profile_to_cost_json():
     proc = subprocess.run(
         [str(SCRIPT), "profile-to-cost", "--device", "cpu", "--repeats", "3", "--json"],
@@ -175,3 +176,62 @@ def test_python_dash_m_runs_the_cli():
         text=True,
     )
     assert json.loads(proc.stdout)["verdict"] == "cheaper"
+
+
+# ----------------------------------------------------------------------------------------------- InputError -> flag
+def cli_error(capsys, *argv):
+    """The one stderr line of a refused command (exit status 2, nothing on stdout)."""
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:
+        code = exit_.code
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == "" and captured.err.count("\n") == 1, captured
+    return captured.err
+
+
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        # plan_fixes checks the price (gpucost_lab.memory_fixes), two calls below the command
+        (
+            ["fix-oom", "--global-batch", "60", "--price-per-hour", "0"],
+            "gpucost-lab fix-oom: error: --price-per-hour must be > 0, got 0.0\n",
+        ),
+        # MemoryLedger checks the share selective recomputation saves, under the flag's own name
+        (
+            ["ledger", "--microbatch", "8", "--selective-saving", "1"],
+            "gpucost-lab ledger: error: --selective-saving must be in [0, 1), got 1.0\n",
+        ),
+        (
+            ["ledger", "--microbatch", "8", "--reserve", "-0.5"],
+            "gpucost-lab ledger: error: --reserve must be in [0, 1), got -0.5\n",
+        ),
+    ],
+)
+def test_an_input_error_deep_inside_names_the_flag_typed(capsys, argv, line):
+    assert cli_error(capsys, *argv) == line
+
+
+def test_the_flag_comes_from_the_error_field_not_from_its_wording(capsys, monkeypatch):
+    from gpucost_lab import InputError, cli
+
+    def refuse(*args, **kwargs):
+        raise InputError("price_per_hour_usd", "the price must be > 0 with baseline_hours=8.0, got -1.0")
+
+    monkeypatch.setattr(cli.cost, "predict", refuse)
+    err = cli_error(capsys, "predict", "--throughput-gain", "0.2", "--steps-change", "0.25")
+    assert err == (
+        "gpucost-lab predict: error: --price-per-hour: the price must be > 0 with --baseline-hours=8.0, got -1.0\n"
+    )
+
+
+def test_a_plain_value_error_still_names_its_first_word_as_the_flag(capsys, monkeypatch):
+    from gpucost_lab import cli
+
+    def refuse(*args, **kwargs):
+        raise ValueError("window_hours must be > 0, got 0.0")
+
+    monkeypatch.setattr(cli.cost, "predict", refuse)
+    err = cli_error(capsys, "predict", "--throughput-gain", "0.2", "--steps-change", "0.25")
+    assert err == "gpucost-lab predict: error: --window-hours must be > 0, got 0.0\n"

@@ -114,6 +114,7 @@ def graded(tmp_path_factory):
     return proc, feedback
 
 
+@pytest.mark.grading
 @pytestmark_sandbox
 def test_each_learner_gets_the_verdict_derived_by_hand(graded):
     proc, _ = graded
@@ -131,6 +132,7 @@ def test_each_learner_gets_the_verdict_derived_by_hand(graded):
             assert row["error"] is None
 
 
+@pytest.mark.grading
 @pytestmark_sandbox
 def test_the_summary_counts_the_rows(graded):
     out = json.loads(graded[0].stdout)
@@ -146,6 +148,7 @@ def test_the_summary_counts_the_rows(graded):
     assert summary["mean_percent"] == round((100 + 0 + 81.25) / 3, 2)
 
 
+@pytest.mark.grading
 @pytestmark_sandbox
 def test_feedback_pages_are_written_when_asked(graded):
     _, feedback = graded
@@ -155,11 +158,13 @@ def test_feedback_pages_are_written_when_asked(graded):
     assert "Score: 16.0 / 16.0" in (feedback / f"alice_{LAB}_feedback.html").read_text()
 
 
+@pytest.mark.grading
 @pytestmark_sandbox
 def test_no_progress_bar_when_stderr_is_not_a_terminal(graded):
     assert graded[0].stderr == ""
 
 
+@pytest.mark.grading
 @pytestmark_sandbox
 def test_the_table_names_every_learner_and_the_totals(tmp_path, capsys):
     (tmp_path / "erin").mkdir()

@@ -78,6 +78,16 @@ def test_course_case_fixes_cheapest_first_with_the_window_checked():
     assert fixes[6].run_hours == pytest.approx(8.8889, abs=1e-4)  # 6.667 x 4/3: late by 0.889 h
 
 
+def test_the_plan_table_is_numbered_from_1_as_its_text():
+    plan = plan_fixes(COURSE, 60, **CASE)
+    table = plan.table()
+    assert table.index.name == "rank" and list(table.index) == list(range(1, len(COURSE_FIXES) + 1))
+    assert list(table["name"]) == [row[0] for row in COURSE_FIXES]
+    # the text's " 6. accumulation x2 (microbatch 30)" is the table's row 6
+    assert re.search(r"^ 6\. accumulation x2 \(microbatch 30\) ", plan.text(), re.M)
+    assert table.loc[6, "name"] == "accumulation x2 (microbatch 30)"
+
+
 def test_throughput_instead_of_step_time_gives_the_same_plan():
     by_time = plan_fixes(COURSE, 60, **CASE)
     by_rate = plan_fixes(COURSE, 60, **{**CASE, "step_time_s": None, "samples_per_s": 600.0})

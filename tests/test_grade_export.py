@@ -23,7 +23,7 @@ import pytest
 
 from gpucost_lab import cli
 from gpucost_lab.cli_export import add_export_grades
-from gpucost_lab.grade_export import export_grades, read_grades
+from gpucost_lab.grading.export import export_grades, read_grades
 
 LAB = "profile_training_loop"
 CANVAS = (
@@ -114,7 +114,7 @@ def test_canvas_header_is_the_documented_one_and_fills_an_existing_assignment(gr
 def test_the_gradebook_and_its_nbgrader_export_csv_give_the_same_grades(gradebook, tmp_path):
     from nbgrader.api import Gradebook
 
-    from gpucost_lab.nbgrader_export import PassMarkExportPlugin
+    from gpucost_lab.grading.nbgrader_export import PassMarkExportPlugin
 
     grades_csv = tmp_path / "grades.csv"
     with Gradebook(f"sqlite:///{gradebook}", "gpucost-lab") as gb:

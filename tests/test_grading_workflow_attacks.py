@@ -26,7 +26,7 @@ import pytest
 from test_grading_attacks import ATTACKS, POINTS, RIGHT, SOURCE_ROOT, grade_id, notebook
 
 from gpucost_lab import grading
-from gpucost_lab.class_grading import grade_class
+from gpucost_lab.grading.classes import grade_class
 from gpucost_lab.grading.sandbox import unavailable_reason
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -12,38 +12,33 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from labtools import (
+    ROOT,
+    answered_release,
+    cells,
+    checks_after,
+    course_copy,
+    generated_release,
+    learner_copy,
+    meta,
+    release_path,
+    source_path,
+    write_submission,
+)
 
 from gpucost_lab.grading import grade
 
-ROOT = Path(__file__).resolve().parents[1]
 LAB = "profile_training_loop"
-SOURCE = ROOT / "solutions" / LAB / f"{LAB}.ipynb"
-RELEASE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
+SOURCE = source_path(LAB)
+RELEASE = release_path(LAB)
 
 
-def _meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def _cells(nb):
-    return {_meta(c)["grade_id"]: c for c in nb.cells if _meta(c).get("grade_id")}
-
-
+@pytest.mark.grading
 def test_release_is_what_nbgrader_generates_from_the_source(tmp_path):
-    course = tmp_path / "course"
-    shutil.copytree(ROOT / "solutions", course / "solutions")
-    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
-    nbgrader = Path(sys.executable).with_name("nbgrader")
-    subprocess.run(
-        [str(nbgrader), "generate_assignment", LAB, "--force", "--no-db", "--log-level=ERROR"],
-        cwd=course,
-        check=True,
-        capture_output=True,
-    )
-    fresh = nbformat.read(course / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
+    fresh = generated_release(LAB, tmp_path)
     committed = nbformat.read(RELEASE, as_version=4)
-    assert [(c.cell_type, c.source, _meta(c)) for c in committed.cells] == [
-        (c.cell_type, c.source, _meta(c)) for c in fresh.cells
+    assert [(c.cell_type, c.source, meta(c)) for c in committed.cells] == [
+        (c.cell_type, c.source, meta(c)) for c in fresh.cells
     ], "labs/ drifted from solutions/: run `make labs`"
 
 
@@ -52,26 +47,23 @@ def test_release_holds_no_solution_and_no_hidden_test():
     for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
         assert marker not in text
     source, release = nbformat.read(SOURCE, as_version=4), nbformat.read(RELEASE, as_version=4)
-    for gid, cell in _cells(release).items():
-        if _meta(cell).get("solution"):
+    for gid, cell in cells(release).items():
+        if meta(cell).get("solution"):
             assert "raise NotImplementedError" in cell.source
-            solution = _cells(source)[gid].source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+            solution = cells(source)[gid].source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
             for line in filter(None, (ln.strip() for ln in solution.splitlines())):
                 assert line not in cell.source, f"{gid}: solution line {line!r} leaked into labs/"
 
 
 def test_lab_has_enough_graded_cells_for_80_percent_to_mean_something():
-    graded = [c for c in _cells(nbformat.read(SOURCE, as_version=4)).values() if _meta(c).get("grade")]
+    graded = [c for c in cells(nbformat.read(SOURCE, as_version=4)).values() if meta(c).get("grade")]
     assert len(graded) >= 8
-    assert sum(_meta(c)["points"] for c in graded) == 16
+    assert sum(meta(c)["points"] for c in graded) == 16
 
 
+@pytest.mark.grading
 def test_solution_scores_100_percent(tmp_path):
-    submission = tmp_path / f"{LAB}.ipynb"
-    nb = nbformat.read(SOURCE, as_version=4)
-    for cell in nb.cells:  # a learner's copy of the source: markers gone, answers in place
-        cell.source = "\n".join(ln for ln in cell.source.splitlines() if "### " not in ln)
-    nbformat.write(nb, submission)
+    submission = write_submission(learner_copy(SOURCE), tmp_path, LAB)  # markers gone, answers in place
     report = grade(submission, feedback_dir=tmp_path)
     assert (report.score, report.max_score, report.passed) == (16, 16, True)
     assert Path(report.feedback_html).exists()
@@ -79,14 +71,7 @@ def test_solution_scores_100_percent(tmp_path):
 
 def _partial(tmp_path, answered: set) -> Path:
     """The release with the reference answers of the ``answered`` solution cells filled in."""
-    source, release = _cells(nbformat.read(SOURCE, as_version=4)), nbformat.read(RELEASE, as_version=4)
-    for cell in release.cells:
-        gid = _meta(cell).get("grade_id")
-        if _meta(cell).get("solution") and gid in answered:
-            cell.source = "\n".join(ln for ln in source[gid].source.splitlines() if "### " not in ln)
-    path = tmp_path / f"{LAB}.ipynb"
-    nbformat.write(release, path)
-    return path
+    return write_submission(answered_release(LAB, answered), tmp_path, LAB)
 
 
 ALL_ANSWERS = {
@@ -109,24 +94,15 @@ ALL_ANSWERS = {
         ({"lab_dominant", "lab_correlate"}, 12, False),  # 16 - 3 - 1 = 12 of 16: 75%
     ],
 )
+@pytest.mark.grading
 def test_partial_answers_score_their_points(tmp_path, left_out, points, passed):
     report = grade(_partial(tmp_path, ALL_ANSWERS - left_out), feedback_dir=tmp_path)
     assert report.max_score == 16
     assert report.score == points and report.passed is passed
-    assert {f["cell"] for f in report.failed} == set().union(*(_tests_of(gid) for gid in left_out))
+    assert {f["cell"] for f in report.failed} == set().union(*(checks_after(LAB, gid) for gid in left_out))
 
 
-def _tests_of(answer_gid: str) -> set:
-    """The graded cells that follow an answer cell, up to the next answer cell."""
-    tests, current = {}, None
-    for cell in nbformat.read(SOURCE, as_version=4).cells:
-        if _meta(cell).get("solution"):
-            current = _meta(cell)["grade_id"]
-        elif _meta(cell).get("grade") and current:
-            tests.setdefault(current, set()).add(_meta(cell)["grade_id"])
-    return tests[answer_gid]
-
-
+@pytest.mark.grading
 def test_cli_grade_exit_codes(tmp_path):
     script = Path(sys.executable).with_name("gpucost-lab")
     failing = subprocess.run(
@@ -136,15 +112,14 @@ def test_cli_grade_exit_codes(tmp_path):
     assert json.loads(failing.stdout)["passed"] is False
 
 
+@pytest.mark.grading
 def test_instructor_workflow_from_the_readme(tmp_path):
     """generate_assignment, autograde, generate_feedback and export, as the README lists them, on a copy of
     the course."""
     import csv
     import os
 
-    course = tmp_path / "course"
-    shutil.copytree(ROOT / "solutions", course / "solutions")
-    shutil.copy(ROOT / "nbgrader_config.py", course)
+    course = course_copy(tmp_path)
     bin_dir = Path(sys.executable).parent
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")  # as after `. .venv/bin/activate`
 
@@ -174,9 +149,7 @@ def test_instructor_workflow_from_the_readme(tmp_path):
 def test_source_root_is_found_from_the_course_folder_when_installed_elsewhere(tmp_path, monkeypatch):
     from gpucost_lab import grading
 
-    course = tmp_path / "course"
-    shutil.copytree(ROOT / "solutions", course / "solutions")
-    shutil.copy(ROOT / "nbgrader_config.py", course)
+    course = course_copy(tmp_path)
     (course / "labs").mkdir()
     monkeypatch.setattr(grading, "__file__", str(tmp_path / "site-packages" / "gpucost_lab" / "grading.py"))
     monkeypatch.delenv("GPUCOST_LAB_SOURCE_ROOT", raising=False)

@@ -18,39 +18,33 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from labtools import (
+    answered_release,
+    cells,
+    checks_after,
+    course_copy,
+    generated_release,
+    learner_copy,
+    meta,
+    release_path,
+    source_path,
+    write_submission,
+)
 
 from gpucost_lab.grading import grade
 
-ROOT = Path(__file__).resolve().parents[1]
 LAB = "optimization_plan"
-SOURCE = ROOT / "solutions" / LAB / f"{LAB}.ipynb"
-RELEASE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
+SOURCE = source_path(LAB)
+RELEASE = release_path(LAB)
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 
 
-def _meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def _cells(nb):
-    return {_meta(c)["grade_id"]: c for c in nb.cells if _meta(c).get("grade_id")}
-
-
+@pytest.mark.grading
 def test_release_is_what_nbgrader_generates_from_the_source(tmp_path):
-    course = tmp_path / "course"
-    shutil.copytree(ROOT / "solutions", course / "solutions")
-    shutil.copy(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
-    nbgrader = Path(sys.executable).with_name("nbgrader")
-    subprocess.run(
-        [str(nbgrader), "generate_assignment", LAB, "--force", "--no-db", "--log-level=ERROR"],
-        cwd=course,
-        check=True,
-        capture_output=True,
-    )
-    fresh = nbformat.read(course / "labs" / LAB / f"{LAB}.ipynb", as_version=4)
+    fresh = generated_release(LAB, tmp_path)
     committed = nbformat.read(RELEASE, as_version=4)
-    assert [(c.cell_type, c.source, _meta(c)) for c in committed.cells] == [
-        (c.cell_type, c.source, _meta(c)) for c in fresh.cells
+    assert [(c.cell_type, c.source, meta(c)) for c in committed.cells] == [
+        (c.cell_type, c.source, meta(c)) for c in fresh.cells
     ], "labs/ drifted from solutions/: run `make labs`"
 
 
@@ -59,46 +53,42 @@ def test_release_holds_no_solution_and_no_hidden_test():
     for marker in MARKERS:
         assert marker not in text
     source, release = nbformat.read(SOURCE, as_version=4), nbformat.read(RELEASE, as_version=4)
-    assert set(_cells(source)) == set(_cells(release))
-    for gid, cell in _cells(release).items():
-        if _meta(cell).get("solution"):
+    assert set(cells(source)) == set(cells(release))
+    for gid, cell in cells(release).items():
+        if meta(cell).get("solution"):
             assert "raise NotImplementedError" in cell.source
-            solution = _cells(source)[gid].source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
+            solution = cells(source)[gid].source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
             for line in filter(None, (ln.strip() for ln in solution.splitlines())):
                 assert line not in cell.source, f"{gid}: solution line {line!r} leaked into labs/"
-        elif _meta(cell).get("grade"):
-            hidden = _cells(source)[gid].source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
+        elif meta(cell).get("grade"):
+            hidden = cells(source)[gid].source.split("### BEGIN HIDDEN TESTS")[1].split("### END HIDDEN TESTS")[0]
             for line in filter(None, (ln.strip() for ln in hidden.splitlines())):
                 if not line.startswith(("from ", "import ")):  # helper imports may repeat the visible part's
                     assert line not in cell.source, f"{gid}: hidden test line {line!r} leaked into labs/"
 
 
 def test_every_test_cell_follows_its_answer_and_has_a_visible_and_a_hidden_part():
-    cells = nbformat.read(SOURCE, as_version=4).cells
     previous = None
-    for cell in cells:
-        meta = _meta(cell)
-        if meta.get("grade"):
+    for cell in nbformat.read(SOURCE, as_version=4).cells:
+        grading = meta(cell)
+        if grading.get("grade"):
             # nbgrader puts a deleted test cell back after the answer or test cell before it
-            assert _meta(previous).get("solution") or _meta(previous).get("grade"), meta["grade_id"]
+            assert meta(previous).get("solution") or meta(previous).get("grade"), grading["grade_id"]
             visible, _, rest = cell.source.partition("### BEGIN HIDDEN TESTS")
-            assert "assert" in visible and "assert" in rest, f"{meta['grade_id']}: a visible and a hidden check"
-            assert meta["locked"] and not meta["solution"]
+            assert "assert" in visible and "assert" in rest, f"{grading['grade_id']}: a visible and a hidden check"
+            assert grading["locked"] and not grading["solution"]
         previous = cell
 
 
 def test_lab_has_enough_graded_cells_for_80_percent_to_mean_something():
-    graded = [c for c in _cells(nbformat.read(SOURCE, as_version=4)).values() if _meta(c).get("grade")]
+    graded = [c for c in cells(nbformat.read(SOURCE, as_version=4)).values() if meta(c).get("grade")]
     assert len(graded) >= 8
-    assert sum(_meta(c)["points"] for c in graded) == 16
+    assert sum(meta(c)["points"] for c in graded) == 16
 
 
+@pytest.mark.grading
 def test_solution_scores_100_percent(tmp_path):
-    submission = tmp_path / f"{LAB}.ipynb"
-    nb = nbformat.read(SOURCE, as_version=4)
-    for cell in nb.cells:  # a learner's copy of the source: markers gone, answers in place
-        cell.source = "\n".join(ln for ln in cell.source.splitlines() if "### " not in ln)
-    nbformat.write(nb, submission)
+    submission = write_submission(learner_copy(SOURCE), tmp_path, LAB)  # markers gone, answers in place
     report = grade(submission, assignment=LAB, feedback_dir=tmp_path)
     assert (report.score, report.max_score, report.passed) == (16, 16, True), report.failed
     assert Path(report.feedback_html).exists()
@@ -106,14 +96,7 @@ def test_solution_scores_100_percent(tmp_path):
 
 def _partial(tmp_path, answered: set) -> Path:
     """The release with the reference answers of the ``answered`` solution cells filled in."""
-    source, release = _cells(nbformat.read(SOURCE, as_version=4)), nbformat.read(RELEASE, as_version=4)
-    for cell in release.cells:
-        gid = _meta(cell).get("grade_id")
-        if _meta(cell).get("solution") and gid in answered:
-            cell.source = "\n".join(ln for ln in source[gid].source.splitlines() if "### " not in ln)
-    path = tmp_path / f"{LAB}.ipynb"
-    nbformat.write(release, path)
-    return path
+    return write_submission(answered_release(LAB, answered), tmp_path, LAB)
 
 
 ALL_ANSWERS = {
@@ -129,7 +112,7 @@ ALL_ANSWERS = {
 
 def test_all_answers_are_listed():
     source = nbformat.read(SOURCE, as_version=4)
-    assert {gid for gid, c in _cells(source).items() if _meta(c).get("solution")} == ALL_ANSWERS
+    assert {gid for gid, c in cells(source).items() if meta(c).get("solution")} == ALL_ANSWERS
 
 
 @pytest.mark.parametrize(
@@ -140,27 +123,17 @@ def test_all_answers_are_listed():
         ({"plan_diagnose", "plan_principle"}, 12, False),  # 16 - 3 - 1 = 12 of 16: 75%
     ],
 )
+@pytest.mark.grading
 def test_partial_answers_score_their_points(tmp_path, left_out, points, passed):
     report = grade(_partial(tmp_path, ALL_ANSWERS - left_out), assignment=LAB, feedback_dir=tmp_path)
     assert report.max_score == 16
     assert report.score == points and report.passed is passed
-    assert {f["cell"] for f in report.failed} == set().union(*(_tests_of(gid) for gid in left_out))
-
-
-def _tests_of(answer_gid: str) -> set:
-    """The graded cells that follow an answer cell, up to the next answer cell."""
-    tests, current = {}, None
-    for cell in nbformat.read(SOURCE, as_version=4).cells:
-        if _meta(cell).get("solution"):
-            current = _meta(cell)["grade_id"]
-        elif _meta(cell).get("grade") and current:
-            tests.setdefault(current, set()).add(_meta(cell)["grade_id"])
-    return tests[answer_gid]
+    assert {f["cell"] for f in report.failed} == set().union(*(checks_after(LAB, gid) for gid in left_out))
 
 
 def test_points_per_section_match_the_docstring():
-    source = _cells(nbformat.read(SOURCE, as_version=4))
-    points = {gid: sum(_meta(source[t])["points"] for t in _tests_of(gid)) for gid in ALL_ANSWERS}
+    source = cells(nbformat.read(SOURCE, as_version=4))
+    points = {gid: sum(meta(source[t])["points"] for t in checks_after(LAB, gid)) for gid in ALL_ANSWERS}
     assert points == {
         "plan_diagnose": 3,
         "plan_parity_runs": 3,
@@ -172,11 +145,10 @@ def test_points_per_section_match_the_docstring():
     }
 
 
+@pytest.mark.grading
 def test_instructor_workflow_from_the_readme(tmp_path):
     """generate_assignment, autograde, generate_feedback and export, as the README lists them, for this lab."""
-    course = tmp_path / "course"
-    shutil.copytree(ROOT / "solutions", course / "solutions")
-    shutil.copy(ROOT / "nbgrader_config.py", course)
+    course = course_copy(tmp_path)
     bin_dir = Path(sys.executable).parent
     env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")  # as after `. .venv/bin/activate`
 
@@ -203,6 +175,7 @@ def test_instructor_workflow_from_the_readme(tmp_path):
     }
 
 
+@pytest.mark.grading
 def test_cli_grades_this_lab_by_name(tmp_path):
     script = Path(sys.executable).with_name("gpucost-lab")
     failing = subprocess.run(

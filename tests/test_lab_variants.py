@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from labtools import is_check, learner_copy, meta, release_path, source_path
 
 from gpucost_lab.grading import grade, self_check
 from gpucost_lab.grading.execute import HIDDEN_BEGIN, HIDDEN_MARK
@@ -15,30 +16,23 @@ from gpucost_lab.phases import PhaseTimer
 from gpucost_lab.training_sim import LOOP_LEVERS, run_instrumented
 from gpucost_lab.variants import lab_variant
 
-ROOT = Path(__file__).resolve().parents[1]
 LABS = ["profile_training_loop", "optimization_plan"]
-LAB1 = ROOT / "solutions" / "profile_training_loop" / "profile_training_loop.ipynb"
-LAB2 = ROOT / "solutions" / "optimization_plan" / "optimization_plan.ipynb"
+LAB1 = source_path("profile_training_loop")
+LAB2 = source_path("optimization_plan")
 # lab 1's questions whose answer is a number of the learner's own job, with their points (from the lab's headings)
 NUMERIC = {"lab_run_cost": 1, "lab_overhead_share": 2, "lab_bound": 1, "lab_saving": 2, "lab_saved_usd": 1}
 
 sandboxed = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox: {unavailable_reason()}")
 
 
-def _meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
 def _tests(path):
-    return [
-        c for c in nbformat.read(path, as_version=4).cells if _meta(c).get("grade") and not _meta(c).get("solution")
-    ]
+    return [c for c in nbformat.read(path, as_version=4).cells if is_check(c)]
 
 
 @pytest.mark.parametrize("lab", LABS)
 def test_every_hidden_block_is_announced_by_the_mark_in_source_and_release(lab):
-    source = {_meta(c)["grade_id"]: c.source for c in _tests(ROOT / "solutions" / lab / f"{lab}.ipynb")}
-    release = {_meta(c)["grade_id"]: c.source for c in _tests(ROOT / "labs" / lab / f"{lab}.ipynb")}
+    source = {meta(c)["grade_id"]: c.source for c in _tests(source_path(lab))}
+    release = {meta(c)["grade_id"]: c.source for c in _tests(release_path(lab))}
     for gid, src in source.items():
         lines = [line.strip() for line in src.splitlines()]
         hidden = HIDDEN_BEGIN in lines
@@ -51,7 +45,7 @@ def test_every_hidden_block_is_announced_by_the_mark_in_source_and_release(lab):
 @pytest.mark.parametrize("lab", LABS)
 def test_no_test_hard_codes_the_self_study_job(lab):
     # the numbers come from the setup cell's names, which the grader computes for the learner's id
-    for cell in _tests(ROOT / "solutions" / lab / f"{lab}.ipynb"):
+    for cell in _tests(source_path(lab)):
         for literal in (
             "2.10",
             "2_000_000_000",
@@ -64,7 +58,7 @@ def test_no_test_hard_codes_the_self_study_job(lab):
             "device_gb=24",
             "(24 *",
         ):
-            assert literal not in cell.source, (_meta(cell)["grade_id"], literal)
+            assert literal not in cell.source, (meta(cell)["grade_id"], literal)
 
 
 def _copied_values(learner: str) -> dict:
@@ -91,7 +85,7 @@ def _lab1_with(tmp_path: Path, name: str, extra: str = "", replace: dict | None 
     """The solution with ``extra`` appended to every answer cell (so the copied numbers are what each test reads)."""
     nb = nbformat.read(LAB1, as_version=4)
     for cell in nb.cells:
-        if _meta(cell).get("solution"):
+        if meta(cell).get("solution"):
             for old, new in (replace or {}).items():
                 cell.source = cell.source.replace(old, new)
             cell.source += "\n" + extra
@@ -100,6 +94,7 @@ def _lab1_with(tmp_path: Path, name: str, extra: str = "", replace: dict | None 
     return path
 
 
+@pytest.mark.grading
 @sandboxed
 def test_numbers_copied_from_another_learner_fail_the_numeric_questions_in_grade_and_self_check(tmp_path):
     copied = _lab1_with(tmp_path, "copied", "\n".join(f"{k} = {v!r}" for k, v in _copied_values("bob").items()))
@@ -116,6 +111,7 @@ def test_numbers_copied_from_another_learner_fail_the_numeric_questions_in_grade
     assert mine.learner == "alice"
 
 
+@pytest.mark.grading
 @sandboxed
 def test_the_method_scores_full_marks_for_any_learner_and_one_slip_costs_one_question(tmp_path):
     solution = grade(LAB1, student="carol", feedback_dir=tmp_path)
@@ -132,17 +128,17 @@ def test_the_method_scores_full_marks_for_any_learner_and_one_slip_costs_one_que
 
 def _lab2_with(tmp_path: Path, name: str, extra: dict | None = None) -> Path:
     """Lab 2's solution as a learner submits it (markers gone), ``extra[grade_id]`` appended to that answer cell."""
-    nb = nbformat.read(LAB2, as_version=4)
+    nb = learner_copy(LAB2)
     for cell in nb.cells:
-        cell.source = "\n".join(line for line in cell.source.splitlines() if "### " not in line)
-        if _meta(cell).get("grade_id") in (extra or {}):
-            cell.source += "\n" + extra[_meta(cell)["grade_id"]]
+        if meta(cell).get("grade_id") in (extra or {}):
+            cell.source += "\n" + extra[meta(cell)["grade_id"]]
     path = tmp_path / name / "optimization_plan.ipynb"
     path.parent.mkdir()
     nbformat.write(nb, path)
     return path
 
 
+@pytest.mark.grading
 @sandboxed
 def test_lab2_memory_plan_scores_for_any_learner_and_the_self_study_numbers_fail_it(tmp_path):
     # the memory plan's method on alice's own scaled device: full marks
@@ -161,10 +157,11 @@ def test_lab2_memory_plan_scores_for_any_learner_and_the_self_study_numbers_fail
     assert (report.score, report.passed) == (16 - 1 - 1 - 2, False)
 
 
+@pytest.mark.grading
 def test_self_check_says_how_many_points_also_depend_on_hidden_checks(tmp_path):
     # lab 1's test cells with a hidden part: instrument_totals 2, run_cost 1, overhead_share 2, largest_overhead 1,
     # idle_phase 1, lever 1, bound 1, saving 2, saved_usd 1, fits_window 1, revalidate 1 = 14 of 16
     # (lab_instrument_phases and lab_balance_table are checked in full by their visible tests)
-    report = self_check(ROOT / "labs" / "profile_training_loop" / "profile_training_loop.ipynb", learner=None)
+    report = self_check(release_path("profile_training_loop"), learner=None)
     assert report.points_with_hidden_checks == 14 and report.learner is None
     assert re.search(r"14 points of 16 also depend on hidden checks", report.text())

@@ -29,7 +29,10 @@ def test_course_budget_peak_and_max_microbatch():
 def test_course_ledger_table_at_32():
     table = COURSE.at(32).table()
     expected_activations = [1.088 * k for k in range(1, 11)]  # 1.088, 2.176, ... 10.88
-    assert list(table["block"]) == list(range(1, 11))
+    # indexed by block, 1 to 10, as the chapter names them ("block 10"), not by a 0-based row number
+    assert table.index.name == "block" and list(table.index) == list(range(1, 11))
+    assert list(table.columns) == ["activations_gb", "total_gb", "state"]
+    assert table.loc[10, "total_gb"] == pytest.approx(3.2 + 10.88)  # the last block holds the peak, 14.08 GB
     assert list(table["activations_gb"]) == pytest.approx(expected_activations)
     assert list(table["total_gb"]) == pytest.approx([3.2 + a for a in expected_activations])
     assert set(table["state"]) == {"fits"}

@@ -207,6 +207,7 @@ def test_the_ceiling_is_the_bayes_rate_by_hand():
     assert SequenceTask(follow_probability=0.0).ceiling_accuracy == pytest.approx(1 / 32)  # pure noise
 
 
+@pytest.mark.slow
 def test_the_sequence_task_reaches_its_target_counted_in_tokens(sequence_runs):
     task, (baseline, candidate, parity) = sequence_runs
     assert task.default_target_accuracy < task.ceiling_accuracy

@@ -8,10 +8,11 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from gpucost_lab import release
+from gpucost_lab import atomic
 from gpucost_lab.compare import RatioVerdict
 from gpucost_lab.contract import BenchmarkContract
 from gpucost_lab.release import CHECKS, CandidateResult, Decision, Registry, gate
+from gpucost_lab.release import registry as registry_module
 from gpucost_lab.stats import Estimate, Interval
 
 T_975 = {2: 4.302653, 4: 2.776445}  # t(0.975, df) from a t table
@@ -230,6 +231,23 @@ def test_candidate_result_details_are_kept_but_not_compared(contract):
     assert a == b and a.details == {"lr": 0.1} and a.parity_reasons == ("ok",)
 
 
+def test_candidate_result_report_fields_are_optional_and_checked(contract):
+    r = result(contract, "c", GOOD_COSTS, reasons=("accuracy 0.91 vs 0.92",))
+    assert (r.samples_per_s, r.cost_per_sample_usd, r.steps_to_target, r.parity_summary) == (None, None, None, None)
+    assert r.parity == "passed: accuracy 0.91 vs 0.92"  # no summary given: said from the parity check
+    assert result(contract, "c", GOOD_COSTS, parity=False).parity == "failed"
+    assert dataclasses.replace(r, parity_summary="reference").parity == "reference"
+    assert dataclasses.replace(r, steps_to_target=1250).steps_to_target == 1250.0
+    with pytest.raises(ValueError, match="samples_per_s must be an Estimate or None, got list"):
+        dataclasses.replace(r, samples_per_s=[1.0, 2.0])
+    with pytest.raises(ValueError, match="cost_per_sample_usd must be an Estimate or None, got float"):
+        dataclasses.replace(r, cost_per_sample_usd=1e-7)
+    with pytest.raises(ValueError, match="steps_to_target must be > 0, got 0"):
+        dataclasses.replace(r, steps_to_target=0)
+    with pytest.raises(ValueError, match="parity_summary must be a non-empty string, got ' '"):
+        dataclasses.replace(r, parity_summary=" ")
+
+
 def test_decision_dict_round_trip_and_invariants(contract):
     d = decide(contract, result(contract, "c", GOOD_COSTS, hours=9.0))
     data = json.loads(json.dumps(d.to_dict(), sort_keys=True))  # JSON reorders the checks
@@ -377,7 +395,7 @@ def test_an_interrupted_write_keeps_the_old_registry_and_leaves_no_temporary_fil
         f.write(text[: len(text) // 2])  # half the new registry reaches the temporary file...
         raise KeyboardInterrupt("power cut")  # ...then the process dies
 
-    monkeypatch.setattr(release.json, "dump", crash_halfway)
+    monkeypatch.setattr(registry_module.json, "dump", crash_halfway)
     with pytest.raises(KeyboardInterrupt):
         reg.record(decisions["v2"], at=T0)
     monkeypatch.undo()
@@ -394,7 +412,7 @@ def test_a_failed_rename_keeps_the_old_registry(tmp_path, monkeypatch, decisions
     def no_rename(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(release.os, "replace", no_rename)
+    monkeypatch.setattr(atomic.os, "replace", no_rename)
     with pytest.raises(OSError, match="No space left"):
         Registry(path).record(decisions["v2"], at=T0)
     monkeypatch.undo()

@@ -8,12 +8,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from gpucost_lab import release
+from gpucost_lab import atomic
 from gpucost_lab.contract import BenchmarkContract
 from gpucost_lab.release import CandidateResult, gate
 from gpucost_lab.report import (
     ReportData,
-    RunRow,
     format_estimate,
     format_estimates,
     format_number,
@@ -50,7 +49,19 @@ def contract():
 
 def make_report(contract, *, name="mlp-bf16", peak=1_234_567, hours=6.0, candidate_contract=None, **kw):
     candidate_contract = candidate_contract or dataclasses.replace(contract, dtype="bfloat16")
-    base = CandidateResult("mlp-fp32", contract, Estimate.of(BASE_TO_TARGET), True, (), 2_500_000, 7.0)
+    base = CandidateResult(
+        "mlp-fp32",
+        contract,
+        Estimate.of(BASE_TO_TARGET),
+        True,
+        (),
+        2_500_000,
+        7.0,
+        samples_per_s=Estimate.of(BASE_THROUGHPUT),
+        cost_per_sample_usd=Estimate.of(BASE_PER_SAMPLE),
+        steps_to_target=1200,
+        parity_summary="reference",
+    )
     cand = CandidateResult(
         name,
         candidate_contract,
@@ -59,6 +70,9 @@ def make_report(contract, *, name="mlp-bf16", peak=1_234_567, hours=6.0, candida
         ("accuracy 0.912 vs 0.915, within 0.01",),
         peak,
         hours,
+        samples_per_s=Estimate.of(CAND_THROUGHPUT),
+        cost_per_sample_usd=Estimate.of(CAND_PER_SAMPLE),
+        steps_to_target=1250,
     )
     decision = gate(base, cand, budget_bytes=2_000_000, window_hours=8.0, allow=("dtype",), fallback="v6-last-good")
     args = dict(
@@ -66,24 +80,8 @@ def make_report(contract, *, name="mlp-bf16", peak=1_234_567, hours=6.0, candida
         contract=contract,
         throughput_method=METHOD,
         price_per_hour_usd=2.10,
-        baseline=RunRow(
-            "mlp-fp32",
-            Estimate.of(BASE_THROUGHPUT),
-            Estimate.of(BASE_PER_SAMPLE),
-            2_500_000,
-            1200,
-            Estimate.of(BASE_TO_TARGET),
-            "reference",
-        ),
-        candidate=RunRow(
-            name,
-            Estimate.of(CAND_THROUGHPUT),
-            Estimate.of(CAND_PER_SAMPLE),
-            peak,
-            1250,
-            Estimate.of(CAND_TO_TARGET),
-            "passed: accuracy 0.912 vs 0.915, within 0.01",
-        ),
+        baseline=base,
+        candidate=cand,
         decision=decision,
         candidate_contract=candidate_contract,
         quality_target="validation accuracy >= 0.90",
@@ -260,7 +258,7 @@ def test_write_report_is_atomic(tmp_path, monkeypatch, contract):
     def crash(fd):
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr(release.os, "fsync", crash)
+    monkeypatch.setattr(atomic.os, "fsync", crash)
     with pytest.raises(OSError, match="Input/output error"):
         write_report(make_report(contract), path)
     monkeypatch.undo()
@@ -285,6 +283,22 @@ def test_report_data_needs_the_decision_about_its_rows(contract):
     data = make_report(contract)
     with pytest.raises(ValueError, match="decision must be about baseline 'mlp-fp32' and candidate 'other'"):
         dataclasses.replace(data, candidate=dataclasses.replace(data.candidate, name="other"))
+
+
+def test_the_parity_row_shows_each_summary_or_the_parity_check(contract):
+    # the baseline names its summary; the candidate gives none, so its parity check speaks: passed + its reason
+    md = md_unescape(render_markdown(make_report(contract)))
+    assert "| quality parity | reference | passed: accuracy 0.912 vs 0.915, within 0.01 |" in md
+
+
+def test_a_report_needs_the_fields_the_gate_does_not(contract):
+    data = make_report(contract)
+    with pytest.raises(ValueError, match="candidate.samples_per_s must be given for a report, got None"):
+        dataclasses.replace(data, candidate=dataclasses.replace(data.candidate, samples_per_s=None))
+    with pytest.raises(ValueError, match="baseline.steps_to_target must be given for a report, got None"):
+        dataclasses.replace(data, baseline=dataclasses.replace(data.baseline, steps_to_target=None))
+    with pytest.raises(ValueError, match="baseline must be a CandidateResult, got dict"):
+        dataclasses.replace(data, baseline={})
 
 
 def test_report_is_in_samples(contract):

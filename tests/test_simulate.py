@@ -365,3 +365,13 @@ def test_config_is_frozen_and_integral_floats_are_normalised():
     assert config.steps == 4 and isinstance(config.steps, int)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.steps = 5
+
+
+def test_one_simulator_behind_the_split_modules():
+    from gpucost_lab import sim_config, sim_trace
+
+    for module in (sim_config, sim_trace):
+        assert all(getattr(sim, name) is getattr(module, name) for name in module.__all__ if name in sim.__all__)
+    assert (
+        sim.ROOFLINE_EFFICIENCY == 0.7 and sim.TRACE_START_US == 1_000_000 and sim.SCENARIOS["healthy"] == SimConfig()
+    )

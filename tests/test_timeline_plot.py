@@ -1,5 +1,7 @@
 """The timeline picture and its text twin agree with the trace they are drawn from."""
 
+import re
+
 import matplotlib
 import pytest
 
@@ -24,9 +26,69 @@ def test_one_lane_per_thread_and_stream_and_shaded_gaps(tmp_path):
     assert lanes[-1].startswith("stream")  # streams after threads
     shaded = [p for p in ax.patches if p.get_facecolor()[:3] == matplotlib.colors.to_rgb("red")]
     assert len(shaded) == 2
-    labels = [t.get_text() for t in ax.texts]
+    labels = sorted(t.get_text() for t in ax.texts)
     widest_ms = gaps(trace, top=1)["duration_us"].iloc[0] / 1e3
     assert labels[0] == f"gap 1: {widest_ms:.2f} ms"
+
+
+GAP_LABEL = re.compile(r"^gap (\d+): ([\d.]+) ms$")
+
+
+def _labelled(ax) -> dict[int, tuple[str, float]]:
+    """rank -> (the width shown, the label's x) of every gap label on the axes."""
+    out = {}
+    for text in ax.texts:
+        match = GAP_LABEL.match(text.get_text())
+        assert match, text.get_text()
+        out[int(match[1])] = (match[2], text.get_position()[0])
+    return out
+
+
+@pytest.mark.parametrize("end_ms,top", [(None, 3), (20, 3), (45, 3), (None, 10)])
+def test_gap_labels_number_the_gaps_as_the_gaps_table_ranks_them(tmp_path, end_ms, top):
+    trace = _trace(tmp_path)
+    t0_us = trace.events["ts_us"].min()
+    table = gaps(trace, min_us=1)  # the chapter's table, widest first
+    # the ranking by hand: widest first, rank 1 the widest, as the table's rank index says
+    widths = sorted(table["duration_us"], reverse=True)
+    assert list(table.index) == list(range(1, len(table) + 1)) and list(table["duration_us"]) == widths
+    ax = plot_timeline(trace, end_ms=end_ms, top_gaps=top).axes[0]
+    shown = _labelled(ax)
+    # the table's first `top` rows, those that start inside the window, each under its own rank and width
+    first = table.head(top)
+    starts_ms = (first["start_us"] - t0_us) / 1e3
+    in_window = [rank for rank in first.index if end_ms is None or starts_ms[rank] < end_ms]
+    assert sorted(shown) == in_window
+    for rank, (width, x) in shown.items():
+        assert width == f"{first.loc[rank, 'duration_us'] / 1e3:.2f}"
+        end = starts_ms[rank] + first.loc[rank, "duration_us"] / 1e3
+        assert x == pytest.approx(starts_ms[rank]) or x == pytest.approx(min(end, ax.get_xlim()[1]))
+    missing = [rank for rank in first.index if rank not in in_window]
+    for rank in missing:  # named under the axis instead
+        assert f"gap {rank}: {first.loc[rank, 'duration_us'] / 1e3:.2f} ms at" in ax.get_xlabel()
+    if end_ms == 20:  # the window the chapter once drew: the table's gap 2 starts at 38 ms
+        assert sorted(shown) == [1, 3] and missing == [2]
+
+
+@pytest.mark.parametrize("end_ms,top", [(None, 3), (20, 3), (45, 3), (None, 10), (8, 3)])
+def test_no_gap_label_overlaps_the_title_or_another_label(tmp_path, end_ms, top):
+    fig = plot_timeline(_trace(tmp_path), end_ms=end_ms, top_gaps=top)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    title = ax.title.get_window_extent(renderer)
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert boxes, "some gap is labelled"
+    for i, box in enumerate(boxes):
+        assert not box.overlaps(title), (ax.texts[i].get_text(), box, title)
+        assert box.y1 <= ax.get_window_extent(renderer).y1, "labels sit inside the axes, below its top edge"
+        for other in boxes[i + 1 :]:
+            assert not box.overlaps(other)
+
+
+def test_no_gaps_asked_no_gaps_drawn(tmp_path):
+    ax = plot_timeline(_trace(tmp_path), top_gaps=0).axes[0]
+    assert len(ax.texts) == 0 and "outside" not in ax.get_xlabel()
 
 
 def test_lane_table_sums_durations_per_lane_and_kind(tmp_path):

@@ -22,6 +22,8 @@ CPU durations in the simulator and every call here are jittered by +-5%, hence t
 """
 
 import math
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -32,6 +34,7 @@ from gpucost_lab.training_sim import (
     LOOP_SCENARIOS,
     PHASES,
     TIME_SCALE,
+    LoopScenario,
     SimulatedTrainingLoop,
     run_instrumented,
 )
@@ -340,3 +343,28 @@ def test_scenarios_describe_themselves():
     loop = SimulatedTrainingLoop("healthy", steps=12)
     assert loop.steps == 12 and loop.schedule.steps == 12
     assert "healthy" in repr(loop)
+
+
+def test_the_true_balance_is_the_timer_s_table():
+    small = LoopScenario("small", "healthy", steps=4, eval_every=2, eval_batches=1, checkpoint_every=4, description="")
+    loop = SimulatedTrainingLoop(small)
+    ref = loop.reference_balance()
+    # 4 steps: data, forward_backward and logging every step; eval after steps 2 and 4; one checkpoint after step 4
+    assert dict(zip(ref["phase"], ref["calls"])) == {
+        "data": 4,
+        "forward_backward": 4,
+        "eval": 2,
+        "checkpoint": 1,
+        "logging": 4,
+    }
+    assert set(ref["phase"]) == set(PHASES) and ref["share"].sum() == pytest.approx(1.0)  # no time outside a phase
+    timer = run_instrumented(loop, PhaseTimer(clock=loop.clock))
+    pd.testing.assert_frame_equal(timer.balance(loop.price_per_hour_usd), ref)
+
+
+def test_the_profile_lab_setup_imports_without_torch():
+    # the lab's setup cell, run in every graded submission's kernel: the simulated loop never needs a tensor
+    code = (
+        "import sys, gpucost_lab.phases, gpucost_lab.training_sim, gpucost_lab.variants; print('torch' in sys.modules)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"

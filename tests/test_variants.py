@@ -81,6 +81,7 @@ def test_the_id_comes_from_the_grader_s_variable_then_the_hub(monkeypatch):
     assert lab_variant("profile_training_loop") is SELF_STUDY_LOOP
 
 
+@pytest.mark.slow
 def test_an_id_always_gives_the_same_numbers_and_ids_differ():
     for lab in ("profile_training_loop", "optimization_plan"):
         assert lab_variant(lab, "alice") == lab_variant(lab, "alice")
@@ -116,6 +117,7 @@ def test_a_loop_with_a_schedule_of_its_own_runs_that_schedule():
         SimulatedTrainingLoop(dataclasses.replace(schedule, eval_every=0))
 
 
+@pytest.mark.slow
 def test_every_learner_s_loop_job_has_clear_answers_away_from_the_self_study_ones():
     study = _totals(SELF_STUDY_LOOP.loop())
     study_wall = sum(study.values())

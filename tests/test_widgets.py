@@ -575,3 +575,28 @@ def test_predictor_verdict_is_the_side_of_the_equal_cost_line(gain_pct, steps_pc
     v = text(_PREDICTOR.verdict.value)
     expected = "same cost" if gain_pct == steps_pct else ("cheaper" if steps_pct < gain_pct else "more expensive")
     assert f"→ {expected}" in v
+
+
+# ---- the course's figures, defined once -------------------------------------------------------------------------
+
+
+def test_the_widgets_and_the_cli_start_from_the_same_course_figures():
+    from gpucost_lab import cost, memory_model
+    from gpucost_lab.cli import _build_parser
+
+    course = {"static_gb": 3.2, "activation_gb_per_sample": 0.34, "device_gb": 24.0, "reserve_fraction": 0.10}
+    one_definition = {
+        "static_gb": memory_model.COURSE_STATIC_GB,
+        "activation_gb_per_sample": memory_model.COURSE_ACTIVATION_GB_PER_SAMPLE,
+        "device_gb": memory_model.DEFAULT_DEVICE_GB,
+        "reserve_fraction": memory_model.DEFAULT_RESERVE_FRACTION,
+    }
+    assert one_definition == course and cost.DEFAULT_PRICE_PER_HOUR_USD == 2.10
+    w = memory_ledger_widget()
+    shown = {name: w.inputs[name].value for name in ("static_gb", "activation_gb_per_sample", "device_gb")}
+    assert shown == {k: course[k] for k in shown} and w.inputs["reserve_percent"].value == 10.0
+    assert cost_predictor_widget().inputs["price_per_hour_usd"].value == 2.10
+    args = _build_parser().parse_args(["ledger", "--microbatch", "32"])
+    assert (args.activation_gb_per_sample, args.device_gb, args.reserve) == (0.34, 24.0, 0.10)
+    fix = _build_parser().parse_args(["fix-oom", "--global-batch", "60"])
+    assert fix.price_per_hour == 2.10

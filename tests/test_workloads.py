@@ -96,6 +96,13 @@ def test_train_with_phases_runs_each_phase_as_often_as_scheduled(tmp_path):
     assert 0.125 < acc <= 1.0  # better than chance over 8 classes after 60 steps
 
 
+def test_the_tasks_stay_importable_from_workloads():
+    from gpucost_lab import tasks, workloads
+
+    for name in ("ClassificationTask", "SequenceTask", "NextTokenGRU"):
+        assert getattr(workloads, name) is getattr(tasks, name)
+
+
 def test_train_with_phases_without_a_checkpoint_path_skips_checkpoints():
     from gpucost_lab.workloads import train_with_phases
 

@@ -16,6 +16,10 @@ Two tools, one rule:
 
 Both pass at ``PASS_MARK_PERCENT`` of the maximum score, compared in exact fractions of whole points
 (``meets_pass_mark``), so 8 of 10 passes and 7.99 of 10 does not, whatever the floating-point noise.
+
+A whole class is graded with the same steps by :mod:`.classes` (``grade_class``); :mod:`.nbgrader_export` is the
+``nbgrader export`` plugin that adds ``passed``, and :mod:`.export` turns the grades into Canvas's, Moodle's or a
+plain CSV. Bad input raises ``ValueError``; a failure of nbgrader itself raises ``GradingError``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ import importlib
 # imports ``gpucost_lab.grading.answers`` to send its answers, does not also load nbgrader, nbformat and jsonschema
 # (seconds of start-up in every graded kernel) through this package's ``__init__``.
 _EXPORTS = {
-    "autograde": ("COURSE_ID", "GradingError", "_config", "grade"),  # _config: tests read the nbgrader config
+    "autograde": ("grade",),
+    "course": ("COURSE_ID", "GradingError", "_config"),  # _config: tests read the nbgrader config
     "notebooks": ("DEFAULT_ASSIGNMENT", "DEFAULT_TIMEOUT_S", "default_source_root", "detect_assignment"),
     "passmark": ("PASS_MARK_PERCENT", "SCORE_DECIMALS", "meets_pass_mark", "points_to_pass"),
     "reports": ("HIDDEN_TESTS_NOTE", "GradeReport", "SelfCheckReport"),

@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from .._validate import InputError
+
 #: The lab graded when no assignment is named.
 DEFAULT_ASSIGNMENT = "profile_training_loop"
 #: Seconds each cell may run before it is interrupted and failed.
@@ -103,13 +105,14 @@ def detect_assignment(source_root: Path, submission_nb) -> str | None:
 def _source_notebook(source_root: Path, assignment: str, submission_nb, submission: Path) -> Path:
     folder = source_root / assignment
     if not folder.is_dir():
-        raise ValueError(
+        raise InputError(
+            "assignment",
             f"assignment {assignment!r} has no source folder {folder} (give another nbgrader source "
-            f"folder as source_root, --source-root on the command line)"
+            f"folder as source_root, --source-root on the command line)",
         )
     notebooks = sorted(p for p in folder.glob("*.ipynb"))
     if not notebooks:
-        raise ValueError(f"assignment {assignment!r}: no notebook in its source folder {folder}")
+        raise InputError("assignment", f"assignment {assignment!r}: no notebook in its source folder {folder}")
     submitted = set(_grade_ids(submission_nb))
     best, best_overlap = None, 0
     for candidate in notebooks:
@@ -126,9 +129,10 @@ def _source_notebook(source_root: Path, assignment: str, submission_nb, submissi
 
 def _check_student(student: str) -> str:
     if not isinstance(student, str) or not _STUDENT_ID.match(student):
-        raise ValueError(
+        raise InputError(
+            "student",
             f"student must be 1-100 letters, digits, '_', '.', '@' or '-' starting with a letter or "
-            f"digit, got {student!r}"
+            f"digit, got {student!r}",
         )
     return student
 
@@ -140,7 +144,7 @@ def _check_timeout(timeout_s: object) -> int:
         or not float(timeout_s).is_integer()
         or not 1 <= timeout_s <= 3600
     ):
-        raise ValueError(f"timeout_s must be a whole number of seconds from 1 to 3600, got {timeout_s!r}")
+        raise InputError("timeout_s", f"timeout_s must be a whole number of seconds from 1 to 3600, got {timeout_s!r}")
     return int(timeout_s)
 
 
@@ -148,9 +152,10 @@ def _check_source_root(source_root: str | os.PathLike | None) -> Path:
     """The nbgrader source folder (default: :func:`default_source_root`); ``ValueError`` unless it is a folder."""
     root = Path(source_root) if source_root is not None else default_source_root()
     if not root.is_dir():
-        raise ValueError(
+        raise InputError(
+            "source_root",
             f"source_root {str(root)!r} is not a directory; allowed: the nbgrader source folder, such "
-            f"as the repository's solutions/"
+            f"as the repository's solutions/",
         )
     return root
 
@@ -158,5 +163,7 @@ def _check_source_root(source_root: str | os.PathLike | None) -> Path:
 def _check_assignment(assignment: object) -> str:
     """``assignment`` if it is a plain folder name; ``ValueError`` otherwise."""
     if not isinstance(assignment, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", assignment):
-        raise ValueError(f"assignment must be a folder name of letters, digits, '_', '.' or '-', got {assignment!r}")
+        raise InputError(
+            "assignment", f"assignment must be a folder name of letters, digits, '_', '.' or '-', got {assignment!r}"
+        )
     return assignment

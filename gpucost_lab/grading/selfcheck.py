@@ -6,11 +6,12 @@ import os
 from pathlib import Path
 
 from ..variants import LEARNER_ENV, _learner, current_learner
-from .autograde import _cell_messages, _path_with_this_python, _quiet_stderr
+from .course import _path_with_this_python, _quiet_stderr
 from .execute import HIDDEN_MARK
 from .notebooks import DEFAULT_TIMEOUT_S, _check_timeout, _nbgrader_meta, _quiet_nbformat, _read_notebook
 from .passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark, points_to_pass
 from .reports import SelfCheckReport
+from .submission import _cell_messages
 
 #: Set in the environment of the kernel a self-check starts, so the lab's own self-check cell does nothing there.
 SELF_CHECK_ENV = "GPUCOST_LAB_SELF_CHECK"

@@ -14,6 +14,8 @@ host, so its figures follow the work each step launched, not the host's window:
 - ``kernel``: each kernel's time launched by the step (its ``cudaLaunchKernel`` inside the step); on a CPU-only
   trace ``cpu_op``: each operator's time inside the step. The ``top`` names by the two sides' means added up.
 
+Each trace's figures per step come from :mod:`gpucost_lab.timeline.step_figures`.
+
 Each side gives **samples** of every figure: one per trace (the trace's mean per step) when it holds two or more
 traces, otherwise one per step of its single trace; rounded to the nanosecond, a Kineto trace's finest tick. A side's
 value is the geometric mean of its samples and the ratio after / before carries a 95% Student-t interval on the log
@@ -39,10 +41,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validate import greater_than, integer_at_least
+from .._validate import InputError, greater_than, integer_at_least
 from ..stats import MAX_WIDTH_FACTOR, Estimate, RatioVerdict, ratio_interval
-from .load import _GPU_WORK, Trace, load_trace
-from .views import _busy_basis, _runs, steps
+from .load import Trace, load_trace
+from .step_figures import per_step
 
 DIFF_VERDICTS = ("better", "worse", "inconclusive")
 _LABELS = {"step_time": "step time", "busy": "busy", "idle": "idle"}
@@ -180,105 +182,6 @@ def _printable(text: str) -> str:
     )
 
 
-# ----------------------------------------------------------------------------------------------- per-step figures
-def _in_windows(
-    ts: np.ndarray, dur: np.ndarray, names: np.ndarray, starts: np.ndarray, ends: np.ndarray
-) -> pd.DataFrame:
-    """Per step (rows) and name (columns): the microseconds of the events inside each step's window."""
-    end = ts + dur
-    columns = {}
-    for i, (s, e) in enumerate(zip(starts, ends)):
-        inside = np.clip(np.minimum(end, e) - np.maximum(ts, s), 0.0, None)
-        keep = inside > 0
-        columns[i] = pd.Series(inside[keep]).groupby(names[keep]).sum()
-    table = pd.DataFrame(columns).T.reindex(range(len(starts))).fillna(0.0)
-    return table.astype(float)
-
-
-def _busy_in_windows(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Microseconds of the busy basis's union inside each window (0 where it holds nothing)."""
-    basis = _busy_basis(trace, None, None, include_last_step=True, required=False)
-    if basis is None:
-        return np.zeros(len(starts))
-    run_start, run_end = _runs(basis[0])[:2]
-    before = np.r_[0.0, np.cumsum(run_end - run_start)]  # busy time of the runs before run i
-
-    def busy_until(t: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(run_start, t, side="right") - 1  # the last run starting at or before t
-        j = np.maximum(i, 0)
-        return np.where(i >= 0, before[j] + np.clip(np.minimum(t, run_end[j]) - run_start[j], 0.0, None), 0.0)
-
-    return np.clip(busy_until(ends) - busy_until(starts), 0.0, ends - starts)
-
-
-def _launch_steps(ev: pd.DataFrame, work: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Per GPU operation: the step whose host window holds its launch (its correlated runtime call's start, else
-    its own start), -1 when none does."""
-    runtime = ev[(ev["kind"] == "runtime") & ev["correlation"].notna()]
-    launch_us = runtime.drop_duplicates("correlation").set_index("correlation")["ts_us"]
-    launched = work["correlation"].map(launch_us).astype(float).fillna(work["ts_us"]).to_numpy(float)
-    step = np.searchsorted(starts, launched, side="right") - 1
-    inside = (step >= 0) & (launched <= ends[np.maximum(step, 0)])
-    return np.where(inside, step, -1)
-
-
-def _gpu_windows(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each step's window on the GPU: from the end of the GPU work launched before it (the first step: from its host
-    start) to the end of the work it launched (its host end when it launched none), never running backwards."""
-    ev = trace.events
-    work = ev[ev["kind"].isin(_GPU_WORK)]
-    step = _launch_steps(ev, work, starts, ends)
-    end = (work["ts_us"] + work["dur_us"]).to_numpy(float)
-    last = pd.Series(end[step >= 0]).groupby(step[step >= 0]).max().reindex(range(len(starts)))
-    bounds = np.maximum.accumulate(np.r_[starts[0], last.fillna(pd.Series(ends)).to_numpy(float)])
-    return bounds[:-1], bounds[1:]
-
-
-def _per_step(trace: Trace) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """The trace's figures per step, in ms: (step_time/busy/idle table, {"phase": table, kind: table})."""
-    table = steps(trace)
-    if table.empty:
-        raise ValueError(
-            f"{trace.path}: no ProfilerStep#N steps; diff compares time per step: profile a scheduled "
-            "window (torch.profiler.schedule, or gpucost_lab.profiling.profile_window) so every step "
-            "is marked"
-        )
-    table = table.sort_values("start_us", kind="stable")  # in time order, whatever their numbers
-    starts = table["start_us"].to_numpy(float)
-    ends = starts + table["duration_us"].to_numpy(float)
-    cuda = trace.device == "cuda"
-    lo, hi = _gpu_windows(trace, starts, ends) if cuda else (starts, ends)
-    busy = _busy_in_windows(trace, lo, hi)
-    base = pd.DataFrame({"step_time": ends - starts, "busy": busy, "idle": hi - lo - busy}) / 1e3
-    ev = trace.events
-    phases = ev[(ev["kind"] == "annotation") & (ev["cat"] != "gpu_user_annotation")]
-    named = {
-        "phase": _in_windows(
-            phases["ts_us"].to_numpy(float),
-            phases["dur_us"].to_numpy(float),
-            phases["name"].to_numpy(object),
-            starts,
-            ends,
-        )
-        / 1e3
-    }
-    if cuda:  # a kernel belongs to the step that launched it: the GPU may run steps behind the host
-        kernels = ev[ev["kind"] == "kernel"]
-        step = _launch_steps(ev, kernels, starts, ends)
-        keep = step >= 0
-        totals = kernels["dur_us"][keep].groupby([step[keep], kernels["name"].to_numpy(object)[keep]]).sum()
-        named["kernel"] = totals.unstack(fill_value=0.0).reindex(range(len(starts)), fill_value=0.0) / 1e3
-    else:
-        ops = ev[ev["kind"] == "cpu_op"]
-        named["cpu_op"] = (
-            _in_windows(
-                ops["ts_us"].to_numpy(float), ops["dur_us"].to_numpy(float), ops["name"].to_numpy(object), starts, ends
-            )
-            / 1e3
-        )
-    return base, named
-
-
 # ----------------------------------------------------------------------------------------------- comparing
 def _samples(per_trace: list[pd.Series]) -> np.ndarray:
     """A side's samples of one figure: each trace's mean per step (two or more traces), else each step's; rounded
@@ -366,12 +269,12 @@ def _side(name: str, value) -> list:
     try:
         items = list(items)
     except TypeError:
-        raise ValueError(f"{name} must be a trace path or Trace, or a list of them, got {value!r}") from None
+        raise InputError(name, f"{name} must be a trace path or Trace, or a list of them, got {value!r}") from None
     if not items:
-        raise ValueError(f"{name} must hold at least one trace, got none")
+        raise InputError(name, f"{name} must hold at least one trace, got none")
     for item in items:
         if not isinstance(item, (str, os.PathLike, Trace)):
-            raise ValueError(f"{name} must hold trace paths or Trace objects, got {item!r}")
+            raise InputError(name, f"{name} must hold trace paths or Trace objects, got {item!r}")
     return items
 
 
@@ -393,7 +296,7 @@ def diff(before, after, *, top: int = 5, max_width_factor: float = MAX_WIDTH_FAC
                 f"{trace.path}: a {trace.device} trace, but {loaded['before'][0].path} is a {device} "
                 "trace; diff compares traces of one kind"
             )
-    figures = {which: [_per_step(t) for t in traces] for which, traces in loaded.items()}
+    figures = {which: [per_step(t) for t in traces] for which, traces in loaded.items()}
     sides = tuple(
         Side(tuple(t.path for t in loaded[w]), tuple(len(f[0]) for f in figures[w])) for w in ("before", "after")
     )

@@ -24,7 +24,7 @@ import ijson
 import numpy as np
 import pandas as pd
 
-from .._validate import integer_at_least
+from .._validate import InputError, integer_at_least
 from ..trace_input import MAX_EVENTS, TraceRefused, no_usable_events
 from .framing import MalformedTrace
 from .reader import _MISSING, INTS, KINDS, read_events
@@ -87,11 +87,11 @@ def _window(start_us: float | None, end_us: float | None) -> tuple[float, float]
     """The window as (lo, hi) absolute microseconds, unbounded where None."""
     for name, value in (("start_us", start_us), ("end_us", end_us)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value)):
-            raise ValueError(f"{name} must be a finite number of microseconds (as ts_us) or None, got {value!r}")
+            raise InputError(name, f"{name} must be a finite number of microseconds (as ts_us) or None, got {value!r}")
     lo = -math.inf if start_us is None else float(start_us)
     hi = math.inf if end_us is None else float(end_us)
     if lo >= hi:
-        raise ValueError(f"end_us must be > start_us ({start_us!r}), got {end_us!r}")
+        raise InputError("end_us", f"end_us must be > start_us ({start_us!r}), got {end_us!r}")
     return lo, hi
 
 
@@ -204,5 +204,5 @@ def example_trace(name: str) -> Path:
     """The path of one of the course's real profiler traces (``EXAMPLE_TRACES``: A100 GPU traces and one CPU-only
     trace from HolisticTraceAnalysis's test data, MIT License; see ``gpucost_lab/data/hta_traces/README.md``)."""
     if name not in EXAMPLE_TRACES:
-        raise ValueError(f"name must be one of {', '.join(map(repr, EXAMPLE_TRACES))}, got {name!r}")
+        raise InputError("name", f"name must be one of {', '.join(map(repr, EXAMPLE_TRACES))}, got {name!r}")
     return _EXAMPLES / f"{name}.json.gz"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .._validate import InputError
 from .load import Trace
 from .text import format_duration, short_name
 
@@ -23,7 +24,7 @@ def readable(table: pd.DataFrame, trace: Trace | None = None, *, name_width: int
     trace's first event when ``trace`` is given and the values are absolute), renamed without ``_us``, and name
     columns shortened to ``name_width`` characters."""
     if not isinstance(table, pd.DataFrame):
-        raise ValueError(f"table must be a pandas DataFrame from a timeline view, got {type(table).__name__}")
+        raise InputError("table", f"table must be a pandas DataFrame from a timeline view, got {type(table).__name__}")
     origin = float(trace.events["ts_us"].min()) if trace is not None and len(trace.events) else None
     out = table.copy()
     for column in table.columns:

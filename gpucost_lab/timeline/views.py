@@ -109,8 +109,10 @@ def _measure(basis) -> tuple[BusyIdle, pd.DataFrame]:
 
 
 def _widest(table: pd.DataFrame, top: int | None, min_us: float = 0) -> pd.DataFrame:
+    """The gaps widest first (ties: the earlier first), indexed by ``rank`` from 1: the widest gap is rank 1."""
     table = table[table["duration_us"] >= min_us]
     table = table.sort_values(["duration_us", "start_us"], ascending=[False, True], ignore_index=True)
+    table.index = pd.RangeIndex(1, len(table) + 1, name="rank")
     return table if top is None else table.head(top)
 
 
@@ -130,7 +132,8 @@ def gaps(
     end_us: float | None = None,
     include_last_step: bool = False,
 ) -> pd.DataFrame:
-    """Idle intervals of the busy basis, widest first: ``start_us, duration_us, before, after``.
+    """Idle intervals of the busy basis, widest first: ``start_us, duration_us, before, after``, indexed by ``rank``
+    (1 is the widest gap, as :func:`gpucost_lab.timeline_plot.plot_timeline` labels it).
 
     ``before`` / ``after`` name the operation ending just before / starting just after the gap (None at the edge
     of a CPU span, where a step starts or ends with no operator running).

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .._validate import integer_at_least, non_negative, positive
+from .._validate import InputError, integer_at_least, non_negative, positive
 from ..memory import MemoryLedger
-from ..memory_model import PRECISIONS, check_precision, check_recompute
+from ..memory_model import (
+    COURSE_ACTIVATION_GB_PER_SAMPLE,
+    COURSE_STATIC_GB,
+    DEFAULT_DEVICE_GB,
+    DEFAULT_RESERVE_FRACTION,
+    PRECISIONS,
+    check_precision,
+    check_recompute,
+)
 from ._html import _STYLE, _expose, _message
 from ._ledger_html import _ledger_bar_html, _ledger_table_html, _ledger_verdict_html
 
@@ -31,7 +39,7 @@ def _ledger_from_inputs(inputs: dict, blocks: int) -> MemoryLedger:
     device_gb = positive("device (GB)", inputs["device_gb"].value)
     reserve_percent = non_negative("reserve (%)", inputs["reserve_percent"].value)
     if reserve_percent >= 100:
-        raise ValueError(f"reserve (%) must be in [0, 100), got {inputs['reserve_percent'].value!r}")
+        raise InputError("reserve (%)", f"reserve (%) must be in [0, 100), got {inputs['reserve_percent'].value!r}")
     return MemoryLedger(
         static_gb=static_gb,
         activation_gb_per_sample=per_sample_gb,
@@ -58,10 +66,10 @@ def _link_checkpointing(checkpointing: widgets.Checkbox, recompute: widgets.Radi
 
 
 def memory_ledger_widget(
-    static_gb: float = 3.2,
-    activation_gb_per_sample: float = 0.34,
-    device_gb: float = 24.0,
-    reserve_fraction: float = 0.10,
+    static_gb: float = COURSE_STATIC_GB,
+    activation_gb_per_sample: float = COURSE_ACTIVATION_GB_PER_SAMPLE,
+    device_gb: float = DEFAULT_DEVICE_GB,
+    reserve_fraction: float = DEFAULT_RESERVE_FRACTION,
     blocks: int = 10,
     microbatch: int = 32,
     *,
@@ -99,9 +107,10 @@ def memory_ledger_widget(
     top = microbatch_slider_max(ledger.with_precision(precision).max_microbatch(recompute=recompute))
     microbatch = integer_at_least("microbatch", microbatch, MICROBATCH_MIN)
     if microbatch > top:
-        raise ValueError(
+        raise InputError(
+            "microbatch",
             f"microbatch must be an integer in [{MICROBATCH_MIN}, {top}] (the slider's range with "
-            f"these settings), got {microbatch!r}"
+            f"these settings), got {microbatch!r}",
         )
 
     slider = widgets.IntSlider(

@@ -8,7 +8,7 @@ import math
 import ipywidgets as widgets
 
 from .. import cost
-from .._validate import positive
+from .._validate import InputError, positive
 from ._html import _CELL, _COLORS, _OVER_ROW, _STYLE, _TABLE_STYLE, _expose, _message, _num, _pct, _th
 
 CHANGE_MIN, CHANGE_MAX = -0.5, 1.0  # the predictor's slider range (and chart axes), as fractions
@@ -134,7 +134,7 @@ def _predictor_chart_html(p: dict) -> str:
 def cost_predictor_widget(
     throughput_gain: float = 0.20,
     steps_change: float = 0.25,
-    price_per_hour_usd: float = 2.10,
+    price_per_hour_usd: float = cost.DEFAULT_PRICE_PER_HOUR_USD,
     baseline_hours: float = 8.0,
     window_hours: float = 8.0,
 ) -> widgets.VBox:
@@ -151,7 +151,7 @@ def cost_predictor_widget(
     """
     for name, value in (("throughput_gain", throughput_gain), ("steps_change", steps_change)):
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not CHANGE_MIN <= value <= CHANGE_MAX:
-            raise ValueError(f"{name} must be a number in [{CHANGE_MIN}, {CHANGE_MAX}], got {value!r}")
+            raise InputError(name, f"{name} must be a number in [{CHANGE_MIN}, {CHANGE_MAX}], got {value!r}")
     cost.predict(throughput_gain, steps_change, price_per_hour_usd, baseline_hours, window_hours)  # validates
 
     def slider(value: float, description: str) -> widgets.FloatSlider:

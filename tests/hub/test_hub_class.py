@@ -5,7 +5,7 @@ The instructor generates and releases the lab with the formgrader (on their own 
 and submits it through their own server's nbgrader endpoints (those the Assignments tab calls), having written their
 answers with the server's contents API; the instructor collects and autogrades with the formgrader, one submission
 at a time in name order, and exports with ``nbgrader export`` (the course's export: a ``passed`` column) and
-``gpucost_lab.grade_export`` (Canvas's and Moodle's import files).
+``gpucost_lab.grading.export`` (Canvas's and Moodle's import files).
 
 Expected scores, by hand from the lab's points (16 in all: sections 1-8 worth 3, 2, 3, 1, 2, 2, 2, 1; the pass mark
 80% of 16 = 12.8, so 13 passes and 12 fails):
@@ -30,7 +30,7 @@ import pytest
 from classflow import HOSTILE, LAB, NOTEBOOK, gradebook, run_class
 from hubrun import HubError, HubRun
 
-from gpucost_lab.grade_export import export_grades
+from gpucost_lab.grading.export import export_grades
 
 LEARNERS = {"ana": "full", "eve": HOSTILE, "max": "no_dominant", "zoe": "no_dominant_correlate"}
 EXPECTED = {"ana": (16.0, "True"), "eve": (0.0, "False"), "max": (13.0, "True"), "zoe": (12.0, "False")}

@@ -1,6 +1,6 @@
 """The course's grades in an LMS's import format: Canvas's gradebook CSV, Moodle's grade import CSV, or a plain CSV.
 
-The grades are those ``nbgrader export`` writes with the course's plugin (:mod:`gpucost_lab.nbgrader_export`): a
+The grades are those ``nbgrader export`` writes with the course's plugin (:mod:`gpucost_lab.grading.nbgrader_export`): a
 score per learner and assignment (a missing submission scores 0) and ``passed`` (True/False at 80% of the
 maximum, or ``pending`` while manual grading is outstanding). ``read_grades`` takes them from the gradebook itself
 (``gradebook.db``, through that plugin) or from its ``grades.csv``; ``write`` turns them into:
@@ -28,12 +28,15 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._validate import InputError
+from ..atomic import atomic_write_text
+
 FORMATS = ("canvas", "moodle", "csv")
 CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 CANVAS_POINTS_ROW = "Points Possible"
 MOODLE_IDENTITY = ["First name", "Last name", "Username", "Email address"]
 PLAIN_COLUMNS = ["student_id", "last_name", "first_name", "email", "assignment", "score", "max_score", "passed"]
-#: What grades.csv must have (the columns of gpucost_lab.nbgrader_export that the formats use).
+#: What grades.csv must have (the columns of gpucost_lab.grading.nbgrader_export that the formats use).
 NEEDED = ["assignment", "student_id", "last_name", "first_name", "email", "score", "max_score", "passed"]
 PASSED_VALUES = ("True", "False", "pending")
 CANVAS_PASSED = {"True": "complete", "False": "incomplete", "pending": ""}
@@ -60,7 +63,7 @@ def _number(field: str, value: str, row: int) -> float:
     except (TypeError, ValueError):
         number = math.nan
     if not math.isfinite(number) or number < 0:
-        raise ValueError(f"{field} must be a number >= 0 (row {row}), got {value!r}")
+        raise InputError(field, f"{field} must be a number >= 0 (row {row}), got {value!r}")
     return number
 
 
@@ -69,19 +72,23 @@ def parse_grades_csv(text: str) -> list[Grade]:
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
     if missing:
-        raise ValueError(
+        raise InputError(
+            "source",
             f"source lacks the column {missing[0]!r} of `nbgrader export` with the course's plugin "
-            f"(gpucost_lab.nbgrader_export); its columns: {reader.fieldnames}"
+            f"(gpucost_lab.grading.nbgrader_export); its columns: {reader.fieldnames}",
         )
     grades = []
     for number, row in enumerate(reader, start=2):
         if not row["student_id"] or not row["assignment"]:
-            raise ValueError(
+            raise InputError(
+                "student_id",
                 f"student_id and assignment must be set (row {number}), got "
-                f"{row['student_id']!r} and {row['assignment']!r}"
+                f"{row['student_id']!r} and {row['assignment']!r}",
             )
         if row["passed"] not in PASSED_VALUES:
-            raise ValueError(f"passed must be one of {', '.join(PASSED_VALUES)} (row {number}), got {row['passed']!r}")
+            raise InputError(
+                "passed", f"passed must be one of {', '.join(PASSED_VALUES)} (row {number}), got {row['passed']!r}"
+            )
         grades.append(
             Grade(
                 student_id=row["student_id"],
@@ -115,18 +122,21 @@ def read_grades(source: str | os.PathLike, course_id: str = "gpucost-lab") -> li
     """``source``: a gradebook (``.db``, read with nbgrader) or the CSV ``nbgrader export`` wrote."""
     path = Path(source)
     if not path.is_file():
-        raise ValueError(
-            f"source must be a gradebook (.db) or an `nbgrader export` CSV, got {str(source)!r}, which is not a file"
+        raise InputError(
+            "source",
+            f"source must be a gradebook (.db) or an `nbgrader export` CSV, got {str(source)!r}, which is not a file",
         )
     if path.suffix == ".db":
         with open(path, "rb") as fh:
             if fh.read(16) != b"SQLite format 3\x00":
-                raise ValueError(f"source must be an nbgrader gradebook (an sqlite file), got {str(source)!r}")
+                raise InputError(
+                    "source", f"source must be an nbgrader gradebook (an sqlite file), got {str(source)!r}"
+                )
         return read_gradebook(path, course_id)
     try:
         return parse_grades_csv(path.read_text(encoding="utf-8-sig"))
     except UnicodeDecodeError:
-        raise ValueError(f"source must be a UTF-8 CSV, got {str(source)!r}") from None
+        raise InputError("source", f"source must be a UTF-8 CSV, got {str(source)!r}") from None
 
 
 def _score(value: float) -> str:
@@ -151,7 +161,9 @@ def canvas_rows(grades: list[Grade], canvas_ids: dict[str, str] | None = None) -
     assignments = _assignments(grades)
     unknown = sorted(set(canvas_ids) - set(assignments))
     if unknown:
-        raise ValueError(f"canvas_ids names an assignment with no grades, {unknown[0]!r}; assignments: {assignments}")
+        raise InputError(
+            "canvas_ids", f"canvas_ids names an assignment with no grades, {unknown[0]!r}; assignments: {assignments}"
+        )
     by = {(g.student_id, g.assignment): g for g in grades}
     maxima = {a: max(g.max_score for g in grades if g.assignment == a) for a in assignments}
     header, points = list(CANVAS_IDENTITY), [CANVAS_POINTS_ROW] + [""] * (len(CANVAS_IDENTITY) - 1)
@@ -215,9 +227,9 @@ def plain_rows(grades: list[Grade]) -> list[list[str]]:
 
 def rows_for(grades: list[Grade], fmt: str, canvas_ids: dict[str, str] | None = None) -> list[list[str]]:
     if fmt not in FORMATS:
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise InputError("format", f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if canvas_ids and fmt != "canvas":
-        raise ValueError(f"canvas_ids apply to the canvas format only, got format {fmt!r}")
+        raise InputError("canvas_ids", f"canvas_ids apply to the canvas format only, got format {fmt!r}")
     if fmt == "canvas":
         return canvas_rows(grades, canvas_ids)
     return moodle_rows(grades) if fmt == "moodle" else plain_rows(grades)
@@ -239,17 +251,17 @@ def export_grades(
 ) -> str:
     """The grades in ``source`` in format ``fmt``, as CSV text; also written to ``output`` when given."""
     if fmt not in FORMATS:  # before reading: a wrong format is said first
-        raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise InputError("format", f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     grades = read_grades(source, course_id)
     if not grades:
-        raise ValueError(f"source has no grades, got {str(source)!r} (run `nbgrader autograde` first)")
+        raise InputError("source", f"source has no grades, got {str(source)!r} (run `nbgrader autograde` first)")
     text = to_csv(rows_for(grades, fmt, canvas_ids))
     if output is not None:
         out = Path(output)
         if not out.parent.is_dir():
-            raise ValueError(f"output must be a file in an existing folder, got {str(output)!r}")
+            raise InputError("output", f"output must be a file in an existing folder, got {str(output)!r}")
         try:
-            out.write_text(text, encoding="utf-8", newline="")
+            atomic_write_text(out, text, name="output", newline="")  # "": the CSV's own \r\n
         except OSError as err:
-            raise ValueError(f"output {str(output)!r} could not be written ({err.strerror or err})") from None
+            raise InputError("output", f"output {str(output)!r} could not be written ({err.strerror or err})") from None
     return text

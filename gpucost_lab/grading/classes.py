@@ -12,8 +12,8 @@ folders, so every submission is graded in a course exactly as generated, as ``gr
 made only when asked for (``feedback_dir``), after each submission's scores.
 
 A submission that cannot be graded (broken JSON, not the lab, a folder with no or several notebooks, an unusable
-student id) becomes a row with ``error`` set; it never stops the others. The pass mark is the one ``grading``
-defines (80%, exact).
+student id) becomes a row with ``error`` set, and so does one nbgrader fails to autograde (a ``GradingError``);
+it never stops the others. The pass mark is the one ``grading`` defines (80%, exact).
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ import os
 import tempfile
 from pathlib import Path
 
-from .grading.notebooks import DEFAULT_TIMEOUT_S, _check_assignment, _check_source_root, _check_timeout
+from .._validate import InputError
+from ..atomic import atomic_write_text
+from .autograde import autograde_in
+from .course import Course, GradingError, _config, copy_course, generate_course
+from .notebooks import DEFAULT_TIMEOUT_S, _check_assignment, _check_source_root, _check_timeout
+from .submission import read_submission
 
 COLUMNS = ["student", "score", "max_score", "percent", "passed", "error"]
 _ALLOWED = "allowed: a folder holding <student>/<notebook>.ipynb or <student>.ipynb, one per student"
@@ -39,9 +44,9 @@ def find_submissions(submissions_dir: str | os.PathLike) -> list[tuple[str, Path
     """
     root = Path(submissions_dir)
     if not root.exists():
-        raise ValueError(f"submissions_dir {str(root)!r} does not exist; {_ALLOWED}")
+        raise InputError("submissions_dir", f"submissions_dir {str(root)!r} does not exist; {_ALLOWED}")
     if not root.is_dir():
-        raise ValueError(f"submissions_dir {str(root)!r} is not a directory; {_ALLOWED}")
+        raise InputError("submissions_dir", f"submissions_dir {str(root)!r} is not a directory; {_ALLOWED}")
     found = []
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
@@ -68,7 +73,7 @@ def _init_worker(scratch: str, timeout_s: int) -> None:
     import nbgrader.api  # noqa: F401
     import nbgrader.converters  # noqa: F401
 
-    from .grading import answers, autograde, execute, run  # noqa: F401
+    from . import answers, execute, run  # noqa: F401
 
     answers._course_types()  # pandas and the course's modules (torch among them)
     _WORKER.update(scratch=Path(scratch), timeout_s=timeout_s, courses={}, made=0)
@@ -98,8 +103,6 @@ def _template(root: Path, assignment: str):
     import fcntl
     import shutil
 
-    from .grading.autograde import Course, GradingError, _config, generate_course
-
     timeout_s = _WORKER["timeout_s"]
     folder = _WORKER["scratch"] / "generated" / hashlib.sha256(f"{root}\0{assignment}".encode()).hexdigest()[:16]
     folder.mkdir(parents=True, exist_ok=True)
@@ -111,18 +114,16 @@ def _template(root: Path, assignment: str):
             shutil.rmtree(folder / "course", ignore_errors=True)  # an attempt cut short
             try:
                 generate_course(folder / "course", root, assignment, timeout_s)
-            except GradingError as err:
-                (folder / "failed").write_text(str(err), encoding="utf-8")
+            except GradingError as err:  # the next worker reads why, instead of generating it again
+                atomic_write_text(folder / "failed", str(err), name="failed marker")
                 raise
-            (folder / "ready").touch()
+            atomic_write_text(folder / "ready", "", name="ready marker")
     course = (folder / "course").resolve()
     return Course(course, assignment, timeout_s, _config(course, timeout_s))
 
 
 def _course_for(root: Path, assignment: str):
     """This worker's copy of the class's course for ``assignment`` (made on first use, again if it got dirty)."""
-    from .grading.autograde import copy_course
-
     key = (str(root), assignment)
     course = _WORKER["courses"].get(key)
     if course is None or course.dirty:
@@ -143,8 +144,6 @@ def _grade_one(
     self_study: bool = False,
 ) -> dict:
     """Worker: grade one submission; any failure becomes the row's ``error`` (the last line of the message)."""
-    from .grading.autograde import autograde_in, read_submission
-
     row = {"student": student, "score": None, "max_score": None, "percent": None, "passed": False, "error": None}
     try:
         sub = read_submission(notebook, student, assignment, source_root=source_root, self_study=self_study)
@@ -176,7 +175,7 @@ def _check_workers(workers: object) -> int:
     if workers is None:
         return default_workers()
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+        raise InputError("workers", f"workers must be a whole number >= 1, got {workers!r}")
     return workers
 
 
@@ -185,7 +184,9 @@ def _source(source_root: str | os.PathLike | None, assignment: str | None) -> Pa
     if assignment is not None:
         if not (root / _check_assignment(assignment)).is_dir():
             labs = ", ".join(sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")))
-            raise ValueError(f"assignment {assignment!r} has no folder in {root}; allowed: {labs or 'none there'}")
+            raise InputError(
+                "assignment", f"assignment {assignment!r} has no folder in {root}; allowed: {labs or 'none there'}"
+            )
     return root.resolve()
 
 
@@ -198,14 +199,19 @@ def _feedback_folder(feedback_dir: str | os.PathLike | None) -> str | None:
         folder.mkdir(parents=True, exist_ok=True)
         writable = os.access(folder, os.W_OK | os.X_OK)
     except (FileExistsError, NotADirectoryError):
-        raise ValueError(f"feedback_dir {str(folder)!r} is not a folder; allowed: a folder, made if missing") from None
+        raise InputError(
+            "feedback_dir", f"feedback_dir {str(folder)!r} is not a folder; allowed: a folder, made if missing"
+        ) from None
     except OSError as err:
-        raise ValueError(
+        raise InputError(
+            "feedback_dir",
             f"feedback_dir {str(folder)!r} could not be made ({err.strerror or err}); allowed: a "
-            f"folder you may write to, made if missing"
+            f"folder you may write to, made if missing",
         ) from None
     if not writable:
-        raise ValueError(f"feedback_dir {str(folder)!r} is not writable; allowed: a folder you may write to")
+        raise InputError(
+            "feedback_dir", f"feedback_dir {str(folder)!r} is not writable; allowed: a folder you may write to"
+        )
     return str(folder.resolve())
 
 
@@ -239,8 +245,9 @@ def grade_class(
     timeout_s = _check_timeout(timeout_s)
     entries = find_submissions(submissions_dir)
     if not entries:
-        raise ValueError(
-            f"submissions_dir {str(submissions_dir)!r} holds no submission (no student folder, no .ipynb); {_ALLOWED}"
+        raise InputError(
+            "submissions_dir",
+            f"submissions_dir {str(submissions_dir)!r} holds no submission (no student folder, no .ipynb); {_ALLOWED}",
         )
     root = _source(source_root, assignment)
     rows = [

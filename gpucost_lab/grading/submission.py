@@ -1,0 +1,140 @@
+"""A submission to grade: read and checked, its graded cells put back in order, and why its cells lost points.
+
+:func:`read_submission` checks the input (``ValueError`` for unusable input, naming the file and the problem);
+:func:`_drop_duplicate_grade_ids` and :func:`_restore_missing_grade_cells` prepare the notebook for nbgrader;
+:func:`_cell_messages` reads an executed notebook back (also for the learner's self-check).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+from pathlib import Path
+
+from .notebooks import (
+    DEFAULT_ASSIGNMENT,
+    _check_assignment,
+    _check_source_root,
+    _check_student,
+    _nbgrader_meta,
+    _one_line,
+    _read_notebook,
+    _source_notebook,
+    detect_assignment,
+)
+
+
+@dataclasses.dataclass
+class Submission:
+    """One submission, read and checked: what grading it needs besides a course."""
+
+    path: Path
+    nb: object  # the notebook, as read
+    student: str  # the id it is graded under in the gradebook
+    learner: str  # the id its lab's numbers derive from ("" for the self-study lab)
+    root: Path  # the nbgrader source folder
+    assignment: str
+    notebook_name: str  # the source notebook it is graded against, as a file name
+
+
+def read_submission(
+    notebook_path: str | os.PathLike,
+    student: str | None = None,
+    assignment: str | None = None,
+    *,
+    source_root: str | os.PathLike | None = None,
+    self_study: bool = False,
+) -> Submission:
+    """The submission at ``notebook_path``, checked as :func:`~gpucost_lab.grading.grade` describes;
+    ``ValueError`` for unusable input."""
+    submission = Path(notebook_path)
+    learner = "" if student is None or self_study else _check_student(student)
+    student = _check_student("student" if student is None else student)
+    nb = _read_notebook(submission)
+    root = _check_source_root(source_root)
+    assignment = _check_assignment(
+        detect_assignment(root, nb) or DEFAULT_ASSIGNMENT if assignment is None else assignment
+    )
+    source_nb_path = _source_notebook(root, assignment, nb, submission)
+    return Submission(submission, nb, student, learner, root, assignment, source_nb_path.name)
+
+
+def _restore_missing_grade_cells(submission_nb, released_nb) -> list[str]:
+    """Put back graded cells the learner deleted (or stripped of their metadata), where they were.
+
+    nbgrader's own ``OverwriteCells.add_missing_cells`` only inserts after a graded or answer cell; this places each
+    missing cell after the nearest earlier nbgrader cell the submission still has (else before the nearest later
+    one, else at the end). The released copy is inserted; nbgrader then replaces its source with the gradebook's
+    (hidden tests included), like any edited read-only cell.
+    """
+    present = {m.get("grade_id"): i for i, m in enumerate(map(_nbgrader_meta, submission_nb.cells))}
+    released = [c for c in released_nb.cells if _nbgrader_meta(c).get("grade_id")]
+    restored = []
+    for pos, cell in enumerate(released):
+        meta = _nbgrader_meta(cell)
+        if not meta.get("grade") or meta["grade_id"] in present:
+            continue
+        before = [
+            present[_nbgrader_meta(c)["grade_id"]] for c in released[:pos] if _nbgrader_meta(c)["grade_id"] in present
+        ]
+        after = [
+            present[_nbgrader_meta(c)["grade_id"]]
+            for c in released[pos + 1 :]
+            if _nbgrader_meta(c)["grade_id"] in present
+        ]
+        index = max(before) + 1 if before else (min(after) if after else len(submission_nb.cells))
+        new = copy.deepcopy(cell)
+        new.pop("id", None)
+        submission_nb.cells.insert(index, new)
+        present = {m.get("grade_id"): i for i, m in enumerate(map(_nbgrader_meta, submission_nb.cells))}
+        restored.append(meta["grade_id"])
+    return restored
+
+
+def _drop_duplicate_grade_ids(nb) -> list[str]:
+    """Cells copied in JupyterLab keep their nbgrader metadata: keep the first cell of each grade id as graded and
+    make every later copy a plain cell (nbgrader would otherwise fail on it); the ids that had copies."""
+    seen, copies = set(), []
+    for cell in nb.cells:
+        gid = _nbgrader_meta(cell).get("grade_id")
+        if not isinstance(gid, str):
+            continue
+        if gid in seen:
+            cell.get("metadata", {}).pop("nbgrader", None)
+            copies.append(gid)
+        seen.add(gid)
+    return list(dict.fromkeys(copies))
+
+
+def _error_message(cell, timeout_s: int | None = None) -> str | None:
+    errors = [out for out in cell.get("outputs", []) if out.get("output_type") == "error"]
+    if any(out.get("ename") == "CellTimeoutError" for out in errors):
+        limit = f"{timeout_s} s " if timeout_s else ""
+        return f"CellTimeoutError: still running at the {limit}time limit, so it was interrupted"
+    for out in errors:
+        ename, evalue = out.get("ename") or "Error", _one_line(out.get("evalue") or "")
+        if ename == "CheckFailed":  # a test cell graded by the grader (grading.execute): its sentence says it all
+            return evalue
+        return f"{ename}: {evalue}" if evalue and evalue != ename else ename
+    for out in cell.get("outputs", []):
+        if out.get("output_type") == "stream" and out.get("name") == "stderr":
+            return f"wrote to stderr, which fails a graded test: {_one_line(out.get('text', ''))}"
+    return None
+
+
+def _cell_messages(nb, timeout_s: int | None = None) -> dict[str, str]:
+    """For each graded cell of an executed notebook, why it lost points (its own error, and an earlier one)."""
+    messages, earlier = {}, None
+    for cell in nb.cells:
+        meta = _nbgrader_meta(cell)
+        own = _error_message(cell, timeout_s) if cell.get("cell_type") == "code" else None
+        if meta.get("grade"):
+            text = own or "partial credit"
+            if earlier and earlier[1] != own:
+                text += f" (after an error in cell {earlier[0]}: {earlier[1]})"
+            messages[meta["grade_id"]] = text
+            earlier = None
+        elif own and earlier is None:
+            earlier = (meta.get("grade_id") or f"#{nb.cells.index(cell)}", own)
+    return messages

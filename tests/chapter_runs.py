@@ -1,0 +1,251 @@
+"""Each chapter executed once per kind of run; the chapter tests read these runs (the ``chapter_run`` fixture).
+
+Three kinds, each in a fresh kernel and a scratch working directory (a chapter must not depend on its own folder):
+
+- "answered": the reference answers of ``chapter_answers.ANSWERS`` in the answer cells. Chapters whose verdicts
+  rest on timings (``UNDER_LOAD``: 03, 06 and 07) run with two CPU-bound programs busy beside them, the chapter's
+  under-load checks appended as a last cell. Then, in the same kernel and with the busy programs stopped, every row
+  of ``chapter_answers.DISPLAYED`` is probed: the answer as displayed, the answer rounded as asked, and each
+  plausible mistake go into a copy of the answer cell, followed by its check cell.
+- "as committed": the placeholders as committed.
+- "spoiled": each reference answer's value perturbed (numbers scaled and shifted, anything else replaced).
+
+The busy programs take both cores of a 2-core machine, so every timing in those chapters is disturbed. What must
+still hold, on top of every cell passing: no interval goes negative or excludes its own centre, the relative cost
+chapter 03 prints equals the ratio of the costs in its table, no verdict contradicts its interval, and chapter 06's
+gate either reaches the quiet machine's decisions (promote batch128-lr-scaled; bf16-autocast and tiny-model fall
+back) or says "inconclusive" and falls back: it never promotes what a quiet machine refuses; chapter 07's loader
+changes and torch.compile say what a quiet machine says (a new worker per epoch slower, persistent workers and the
+compiled step faster) or "inconclusive", and each price follows its verdict. The answered run
+carries these checks because it is the one run in which every cell must pass, so a separate run would only repeat
+it; the checks read the chapter's own objects, not its answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from chapter_answers import ANSWERS, DISPLAYED, Shown
+from labtools import ROOT, is_check, meta
+from nbclient import NotebookClient
+
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+KINDS = ("answered", "as committed", "spoiled")
+CELL_TIMEOUT_S = 600  # per cell: a guard against a hang, not against a slow or busy machine
+BUSY_PROGRAMS = 2
+
+UNDER_LOAD = {
+    "03_price_the_result.ipynb": """
+for _est in [*cost_per_sample.values(), *(m.units_per_s for m in runs.values())]:
+    assert 0 < _est.ci95_low <= _est.geomean <= _est.ci95_high, _est
+for _iv in [*to_target.values(), cost_ratio.interval, comparison.interval]:
+    assert 0 < _iv[1] <= _iv[0] <= _iv[2], _iv
+_table = to_target["candidate"].value / to_target["baseline"].value
+_printed = relative_cost(gain, samples_change)  # section 4's "relative cost" (r is reused by section 5)
+assert abs(_printed - _table) <= 1e-9 * _table and abs(cost_ratio.ratio - _table) <= 1e-9 * _table, (_printed, _table)
+assert cost_ratio.verdict in ("inconclusive", "cheaper" if _table < 1 else "more expensive"), cost_ratio.reason
+print("under load:", comparison.reason, "|", cost_ratio.reason)
+""",
+    "06_release_the_result.ipynb": """
+for _name, _p in plans.items():
+    _low, _high = _p.decision.cost_ratio_ci95
+    assert 0 < _low <= _p.decision.cost_ratio <= _high, (_name, _p.decision.cost_ratio_ci95)
+    assert _p.decision.checks["cost"] == (_p.cost.verdict == "cheaper"), _name
+_quiet = {"batch128-lr-scaled": "promote", "bf16-autocast": "fallback", "tiny-model": "fallback"}
+for _name, _p in plans.items():
+    assert _p.decision.action == _quiet[_name] or (_p.decision.action == "fallback"
+                                                   and _p.cost.verdict == "inconclusive"), (_name, _p.decision.reasons)
+print("under load:", {_name: (_p.decision.action, _p.cost.verdict) for _name, _p in plans.items()})
+""",
+    "07_feed_the_device.ipynb": """
+_quiet = {0: "slower", 1: "faster"}  # num_workers 0 -> 1 (workers restarted every epoch); persistent workers
+for _i, _r in enumerate(results):
+    _c = _r.comparison
+    if _c is None:
+        assert _r.verdict.startswith("no effect") and _r.cost_verdict == "same cost", _r.change
+        continue
+    assert 0 < _c.ci95_low <= _c.time_ratio <= _c.ci95_high, (_r.change, _c.interval)
+    assert _c.verdict != "faster" or _c.ci95_high < 1, (_r.change, _c.interval)
+    assert _c.verdict != "slower" or _c.ci95_low > 1, (_r.change, _c.interval)
+    _price = {"faster": "cheaper", "slower": "more expensive"}.get(_c.verdict, "inconclusive")
+    assert _r.cost_verdict == _price, (_r.change, _r.cost_verdict)
+    assert _c.verdict in (_quiet.get(_i, _c.verdict), "inconclusive"), (_r.change, _c.verdict)
+assert compile_cmp.verdict in ("faster", "inconclusive"), compile_cmp.reason
+print("under load:", [(_r.change, _r.verdict) for _r in results], "| compile:", compile_cmp.verdict)
+""",
+}
+
+
+@dataclass
+class ChapterRun:
+    """One executed chapter: the notebook with its outputs, and what the probes of its displayed values found."""
+
+    path: Path
+    kind: str
+    nb: nbformat.NotebookNode
+    busy_programs: int = 0  # CPU-bound programs that ran beside the chapter's cells
+    under_load_check: int | None = None  # index of the appended under-load check cell
+    probes: int = 0  # answers and mistakes put into an answer cell, each followed by its check cell
+    probe_problems: list[str] = field(default_factory=list)
+
+    def errors(self) -> list[int]:
+        """Indices of the code cells that raised."""
+        return [i for i, c in enumerate(self.nb.cells) if c.cell_type == "code" and _error_outputs(c)]
+
+    def error_text(self) -> str:
+        return "\n".join(f"cell {i}: {_error_outputs(self.nb.cells[i])[0].get('evalue', '')}" for i in self.errors())
+
+    def checks(self) -> set[int]:
+        """Indices of the chapter's graded check cells."""
+        return {i for i, c in enumerate(self.nb.cells) if is_check(c)}
+
+    def shown(self) -> str:
+        """Everything the chapter printed or displayed as text."""
+        return "\n".join(_text(c) for c in self.nb.cells if c.cell_type == "code")
+
+
+def _error_outputs(cell) -> list:
+    return [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
+
+
+def _text(cell) -> str:
+    return "".join(
+        o.get("text", "") if o.get("output_type") == "stream" else o.get("data", {}).get("text/plain", "")
+        for o in cell.get("outputs", [])
+    )
+
+
+def spoiled(reference: str) -> str:
+    """The reference answer with its value spoiled: numbers scaled and shifted, anything else replaced."""
+    name = reference.split("=", 1)[0].strip()
+    return (
+        f"{reference}\n{name} = ({name} * 1.5 + 1) if isinstance({name}, (int, float)) "
+        f"and not isinstance({name}, bool) else 'not the answer'"
+    )
+
+
+@contextlib.contextmanager
+def busy_programs(n: int):
+    """``n`` CPU-bound programs running for the duration of the block, always stopped."""
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    try:
+        yield
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+
+
+def run_chapter(path: Path, kind: str, workdir: Path) -> ChapterRun:
+    """Execute the chapter at ``path`` as ``kind`` says, in ``workdir``."""
+    assert kind in KINDS, kind
+    nb = nbformat.read(path, as_version=4)
+    answers = ANSWERS.get(path.name, {})
+    for cell in nb.cells:
+        gid = meta(cell).get("grade_id")
+        if meta(cell).get("solution") and gid in answers and kind != "as committed":
+            cell.source = answers[gid] if kind == "answered" else spoiled(answers[gid])
+    run = ChapterRun(path, kind, nb)
+    if kind == "answered" and path.name in UNDER_LOAD:
+        nb.cells.append(nbformat.v4.new_code_cell(UNDER_LOAD[path.name]))
+        run.under_load_check, run.busy_programs = len(nb.cells) - 1, BUSY_PROGRAMS
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT_S,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    with client.setup_kernel():
+        with busy_programs(run.busy_programs):
+            for index, cell in enumerate(list(nb.cells)):
+                client.execute_cell(cell, index)
+        if kind == "answered" and path.name in DISPLAYED:
+            run.probes, run.probe_problems = _probe_displayed(client, nb, path)
+    return run
+
+
+# --------------------------------------------------------------------------------------------------
+# the probes of the displayed values (tests/test_checkpoint_display.py)
+
+
+def cell_index(nb, grade_id: str) -> int:
+    return next(i for i, c in enumerate(nb.cells) if meta(c).get("grade_id") == grade_id)
+
+
+def _rounded(expression: str, digits: str) -> str | None:
+    """``expression`` rounded as the question asks, or None for an exact count."""
+    kind, _, n = digits.partition("=")
+    return {"significant": f"float(format({expression}, '.{n}g'))", "decimals": f"round({expression}, {n})"}.get(kind)
+
+
+def _displayed(nb, row: Shown) -> list[str]:
+    """The figures the chapter displays above the question, commas dropped."""
+    if row.shown is None:
+        return []
+    for cell in nb.cells[: cell_index(nb, row.answer_cell)]:
+        match = re.search(row.shown, _text(cell), re.MULTILINE | re.DOTALL)
+        if match:
+            return [g.replace(",", "") for g in match.groups()]
+    raise AssertionError(f"{row.answer_cell}: no output above the question shows {row.shown!r}")
+
+
+def _probe(client: NotebookClient, nb, code: str, check_source: str) -> str:
+    """Run ``code`` as the answer cell, then the check cell: "passed" or the check's exception name and message."""
+    cells = [nbformat.v4.new_code_cell(code), nbformat.v4.new_code_cell(check_source)]
+    for cell in cells:
+        nb.cells.append(cell)
+        client.execute_cell(cell, len(nb.cells) - 1)
+    del nb.cells[-len(cells) :]  # the run keeps the chapter's own cells only
+    errors = [o for cell in cells for o in _error_outputs(cell)]
+    return errors[0]["ename"] + ": " + errors[0]["evalue"] if errors else "passed"
+
+
+def _probe_displayed(client: NotebookClient, nb, path: Path) -> tuple[int, list[str]]:
+    """How many probes ran, and each row's right answers that fail and mistakes that do not fail with AssertionError."""
+    committed = nbformat.read(path, as_version=4)
+    probes, problems = 0, []
+    for row in DISPLAYED[path.name]:
+        try:
+            shown = _displayed(nb, row)
+        except AssertionError as e:
+            problems.append(str(e))
+            continue
+        i = cell_index(nb, row.answer_cell)
+        name, check = committed.cells[i].source.split("=", 1)[0].strip(), nb.cells[i + 1].source
+        answer = row.answer.format(*shown)
+        right = {"as displayed": answer, "rounded as asked": _rounded(answer, row.digits)}
+        for label, expression in right.items():
+            if expression is not None:
+                probes += 1
+                verdict = _probe(client, nb, f"{name} = {expression}", check)
+                if verdict != "passed":
+                    problems.append(f"{row.answer_cell} {label} ({expression}) should pass: {verdict}")
+        for mistake, expression in row.mistakes.items():
+            probes += 1
+            verdict = _probe(client, nb, f"{name} = {expression.format(*shown)}", check)
+            if not verdict.startswith("AssertionError"):
+                problems.append(f"{row.answer_cell} mistake {mistake!r} should fail: {verdict}")
+    return probes, problems
+
+
+class ChapterRuns:
+    """The runs of this test session, each made the first time a test asks for it."""
+
+    def __init__(self, tmp_path_factory):
+        self._tmp = tmp_path_factory
+        self._runs: dict[tuple[str, str], ChapterRun] = {}
+
+    def __call__(self, path: Path | str, kind: str) -> ChapterRun:
+        path = ROOT / "chapters" / path if isinstance(path, str) else path
+        key = (path.name, kind)
+        if key not in self._runs:
+            workdir = self._tmp.mktemp(f"{path.stem}-{kind.replace(' ', '-')}")
+            self._runs[key] = run_chapter(path, kind, workdir)
+        return self._runs[key]
