@@ -8,14 +8,15 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root unless told; containers and fresh cloud machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help install lab lint check test bench bench-table clean labs
+.PHONY: help install system-packages lab lint check test bench bench-table clean labs
 
 help:
 	@echo "make lab          install (first run only) and start JupyterLab on the course"
 	@echo "make test         install (first run only) and run every test, notebooks included (lint first)"
 	@echo "make check        the quick loop: lint and the unit tests, under a minute"
 	@echo "make lint         ruff check and ruff format --check (ruff format . applies the format)"
-	@echo "make install      create .venv and install the course, test and hub dependencies"
+	@echo "make install      the system packages (bubblewrap; apt-get as root), then .venv with the course, test and hub dependencies"
+	@echo "make system-packages  only the system packages the course needs (SYSTEM_SET=test: also what the tests need)"
 	@echo "make labs         regenerate labs/ (what learners receive) from the nbgrader sources in solutions/"
 	@echo "make notebooks    re-sync the chapters and lab sources with their text forms in text/"
 	@echo "make bench        run the benchmarks, save benchmarks/results/ and regenerate benchmarks/RESULTS.md's table"
@@ -26,16 +27,26 @@ help:
 	@echo "make clean        remove every environment made here (.venv, .venv-hta, the hub's proxy and state) and caches"
 	@echo "make help         this list"
 
-$(BIN)/python:
+# The system packages beyond pip (tools/system_packages.py, run first, with the machine's own Python): bubblewrap for
+# grading's sandbox; `make test` also Chromium (the browser tests) and npm (the hub's proxy). Present: nothing happens.
+# Missing: installed with apt-get as root or with passwordless sudo, said in one line; elsewhere one line says what
+# is missing and how to install it, and make stops (SYSTEM_PACKAGES=skip goes on without them).
+SYSTEM_SET ?= lab
+test: SYSTEM_SET := test
+
+system-packages:
+	@$(PYTHON) tools/system_packages.py $(SYSTEM_SET)
+
+$(BIN)/python: | system-packages
 	$(PYTHON) -m venv $(VENV)
 
 # constraints.txt pins torch to the exact release the course is tested with; see README "GPU".
-$(STAMP): pyproject.toml constraints.txt | $(BIN)/python
+$(STAMP): pyproject.toml constraints.txt | system-packages $(BIN)/python
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[course,test,hub]"
 	$(BIN)/python binder/install_lab_settings.py
 	@touch $@
 
-install: $(STAMP)
+install: system-packages $(STAMP)
 
 # The course's JupyterLab settings (binder/overrides.json: no "get notified about Jupyter news?" prompt, no update
 # check), merged into the environment's overrides.json by binder/install_lab_settings.py; Binder's postBuild runs the

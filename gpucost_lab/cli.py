@@ -327,6 +327,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as err:
         print(error_line(args.command, err), file=sys.stderr)
         return EXIT_USAGE
+    except grading.SandboxUnavailable as err:  # no sandbox on this machine: the line says what to install or allow
+        print(_shown(f"gpucost-lab {args.command}: error: {err}"), file=sys.stderr)
+        return EXIT_USAGE
     print(json.dumps(out, allow_nan=False) if args.json else text)
     return _EXIT_STATUS.get(args.command, lambda out: 0)(out)
 

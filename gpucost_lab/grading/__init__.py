@@ -35,6 +35,7 @@ _EXPORTS = {
     "notebooks": ("DEFAULT_ASSIGNMENT", "DEFAULT_TIMEOUT_S", "default_source_root", "detect_assignment"),
     "passmark": ("PASS_MARK_PERCENT", "SCORE_DECIMALS", "meets_pass_mark", "points_to_pass"),
     "reports": ("HIDDEN_TESTS_NOTE", "GradeReport", "SelfCheckReport"),
+    "sandbox": ("SandboxUnavailable",),
     "selfcheck": ("SELF_CHECK_ENV", "self_check"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
@@ -49,6 +50,7 @@ __all__ = [
     "PASS_MARK_PERCENT",
     "SCORE_DECIMALS",
     "SELF_CHECK_ENV",
+    "SandboxUnavailable",
     "SelfCheckReport",
     "default_source_root",
     "detect_assignment",

@@ -31,6 +31,7 @@ from .course import (
 from .notebooks import DEFAULT_TIMEOUT_S, _check_student, _check_timeout, _grade_ids, _quiet_nbformat, _read_notebook
 from .passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark
 from .reports import GradeReport
+from .sandbox import require as require_sandbox
 from .submission import (
     Submission,
     _cell_messages,
@@ -192,7 +193,8 @@ def grade(
     ``<notebook stem>_feedback.html``. The course is built in a temporary directory and removed, unless
     ``course_dir`` names an empty or new directory to build it in and keep (to inspect the gradebook). Raises
     ``ValueError`` naming the file and the problem for unusable input, and :class:`~.course.GradingError` when
-    nbgrader cannot generate the course or autograde the submission (no grade is given then).
+    nbgrader cannot generate the course or autograde the submission (no grade is given then). Where no sandbox can
+    be made, raises :class:`~.sandbox.SandboxUnavailable` before the submission is read.
 
     The steps are those of a whole class (:mod:`gpucost_lab.grading.classes`), which generates the course once and
     grades every submission in it: :func:`~.submission.read_submission`, :func:`~.course.generate_course`,
@@ -201,6 +203,7 @@ def grade(
     if student is not None:
         _check_student(student)  # the inputs are checked in the order they are given
     timeout_s = _check_timeout(timeout_s)
+    require_sandbox()  # before the submission is read or anything is written
     sub = read_submission(notebook_path, student, assignment, source_root=source_root, self_study=self_study)
     with contextlib.ExitStack() as stack:
         if course_dir is None:

@@ -30,6 +30,7 @@ from ..atomic import atomic_write_text
 from .autograde import autograde_in
 from .course import Course, GradingError, _config, copy_course, generate_course
 from .notebooks import DEFAULT_TIMEOUT_S, _check_assignment, _check_source_root, _check_timeout
+from .sandbox import require as require_sandbox
 from .submission import read_submission
 
 COLUMNS = ["student", "score", "max_score", "percent", "passed", "error"]
@@ -237,12 +238,14 @@ def grade_class(
     (:mod:`gpucost_lab.variants`); ``self_study=True`` grades every submission as the self-study lab instead.
 
     Raises ``ValueError`` naming the input for a missing folder, one with no submission at all, ``workers`` < 1,
-    a bad ``timeout_s``, ``source_root``, ``assignment`` or ``feedback_dir`` (checked before any grading).
+    a bad ``timeout_s``, ``source_root``, ``assignment`` or ``feedback_dir`` (checked before any grading), and
+    :class:`~.sandbox.SandboxUnavailable` once, before any submission is read, where no sandbox can be made.
     """
     import pandas as pd
 
     workers = _check_workers(workers)
     timeout_s = _check_timeout(timeout_s)
+    require_sandbox()  # once for the class, before any submission is read
     entries = find_submissions(submissions_dir)
     if not entries:
         raise InputError(

@@ -110,7 +110,11 @@ def _config(course: Path, timeout_s: int):
 
 def autograde_steps(c) -> None:
     """nbgrader's autograde steps with ``Execute`` replaced by the sandboxed one and ``DeduplicateIds`` by one that
-    keeps a copied cell from stopping the grading (also used by nbgrader_config.py)."""
+    keeps a copied cell from stopping the grading (also used by nbgrader_config.py). Where no sandbox can be made,
+    autograde stops before it writes anything (:class:`~.sandbox.BeforeAutograde`)."""
+    from .sandbox import BeforeAutograde
+
+    c.Autograde.pre_convert_hook = BeforeAutograde(c)
     c.Autograde.sanitize_preprocessors = [
         "nbgrader.preprocessors.ClearOutput",
         "gpucost_lab.grading.execute.DropDuplicateIds",

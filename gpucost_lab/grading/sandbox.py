@@ -6,9 +6,11 @@ Python and the ``gpucost_lab`` package, plus one throw-away folder of its own. T
 the gradebook, the answer keys and other submissions are simply not there. ``prlimit`` caps its address space,
 CPU time, file sizes and process count; the grader stops it at the notebook's total time limit.
 
-Without ``bwrap`` (or where the system forbids new namespaces) grading refuses to run a submission, with a
-message naming the package to install, unless ``allow_unsandboxed`` is set explicitly (a trusted notebook on a
-machine without bubblewrap; the report then says so).
+Without ``bwrap`` or ``prlimit`` (or where the kernel forbids unprivileged user namespaces) every grading entry
+point refuses before it touches a submission (:func:`require`), with one line naming the package to install or the
+setting to change, unless ``allow_unsandboxed`` is set explicitly (a trusted notebook on a machine without
+bubblewrap; the log then says so). The module uses the standard library alone: ``tools/system_packages.py`` loads
+it by path before any environment exists.
 """
 
 from __future__ import annotations
@@ -45,16 +47,74 @@ class Limits:
         ]
 
 
+#: The commands a sandbox needs, with the Debian/Ubuntu and Fedora package that brings each
+#: (tools/system_packages.py installs them for `make install`).
+TOOLS = (("bwrap", "bubblewrap"), ("prlimit", "util-linux"))
+
+#: The kernel settings that forbid unprivileged user namespaces: (setting, the value that forbids them, a value that
+#: allows them).
+USERNS_SETTINGS = (
+    ("kernel.apparmor_restrict_unprivileged_userns", "1", "0"),  # Ubuntu 24.04 (AppArmor): 1 by default
+    ("kernel.unprivileged_userns_clone", "0", "1"),  # Debian's older kernels
+    ("user.max_user_namespaces", "0", "15000"),
+)
+
+_SYSCTL_ROOT = Path("/proc/sys")
+
+
 class SandboxUnavailable(RuntimeError):
-    """No sandbox can be made on this machine."""
+    """No sandbox can be made on this machine; the message is one line saying why and what to change."""
+
+
+def require(allow_unsandboxed: bool = False) -> str | None:
+    """Raise :class:`SandboxUnavailable` with :func:`unavailable_reason` where no sandbox can be made, unless
+    ``allow_unsandboxed``; returns the reason (None where a sandbox can be made). Every grading entry point calls it
+    before it touches a submission."""
+    reason = unavailable_reason()
+    if reason and not allow_unsandboxed:
+        raise SandboxUnavailable(f"cannot grade: {reason}")
+    return reason
+
+
+class _Refused(SystemExit):
+    """Stops nbgrader's autograde before it writes anything. A SystemExit (status 2), since nbgrader logs and ignores
+    any Exception a pre-convert hook raises; its text is the one line (shown by the formgrader's API too)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(2)
+        self.line = line
+
+    def __str__(self) -> str:
+        return self.line
+
+
+@dataclass(frozen=True)
+class BeforeAutograde:
+    """nbgrader's ``Autograde.pre_convert_hook`` (set by ``course.autograde_steps``): where no sandbox can be made,
+    the plain ``nbgrader autograde`` stops with the one line, before the submission is copied or the gradebook
+    written, unless ``c.SandboxedExecute.allow_unsandboxed`` is set in ``config``."""
+
+    config: object
+
+    def __call__(self, **_hook_arguments) -> None:
+        allowed = bool(self.config.SandboxedExecute.get("allow_unsandboxed", False))
+        try:
+            require(allowed)
+        except SandboxUnavailable as err:
+            print(f"nbgrader autograde: error: {err}", file=sys.stderr)
+            raise _Refused(str(err)) from None
 
 
 @functools.lru_cache(maxsize=1)
 def unavailable_reason() -> str | None:
-    """None when a sandbox can be made here, else why not (checked once, by running one)."""
-    for tool, package in (("bwrap", "bubblewrap"), ("prlimit", "util-linux")):
+    """None when a sandbox can be made here, else why not in one line (checked once, by running one)."""
+    for tool, package in TOOLS:
         if shutil.which(tool) is None:
-            return f"`{tool}` was not found: install Debian's `{package}` package to grade in a sandbox"
+            return (
+                f"`{tool}` was not found on the PATH: grading runs each submission in a sandbox; install the "
+                f"`{package}` package (Debian/Ubuntu: `sudo apt-get install -y {package}`, Fedora: "
+                f"`sudo dnf install -y {package}`)"
+            )
     try:
         probe = subprocess.run(
             [
@@ -75,8 +135,33 @@ def unavailable_reason() -> str | None:
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"bwrap could not run: {err}"
     if probe.returncode != 0:
-        return f"bwrap could not make a sandbox here: {probe.stderr.strip().splitlines()[-1:] or probe.returncode}"
+        return _namespace_problem(probe.stderr, probe.returncode)
     return None
+
+
+def _namespace_problem(stderr: str, status: int) -> str:
+    """Why bwrap could not make a sandbox, naming the setting that forbids it where one does."""
+    said = (stderr.strip().splitlines() or [f"exit status {status}"])[-1].strip()
+    for setting, forbidding, allowing in USERNS_SETTINGS:
+        value = _sysctl(setting)
+        if value == forbidding:
+            return (
+                f"bubblewrap cannot create user namespaces here ({said}): this kernel forbids unprivileged user "
+                f"namespaces ({setting} = {value}); allow them as root with `sysctl -w {setting}={allowing}`"
+            )
+    return (
+        f"bubblewrap cannot create user namespaces here ({said}): unprivileged user namespaces are forbidden; on a "
+        f"host, allow them (sysctl kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu, "
+        f"kernel.unprivileged_userns_clone=1 on older Debian); in a container, start it with "
+        f"`--security-opt seccomp=unconfined --security-opt apparmor=unconfined` (Docker) or grade outside it"
+    )
+
+
+def _sysctl(name: str) -> str | None:
+    try:
+        return (_SYSCTL_ROOT / name.replace(".", "/")).read_text().strip()
+    except OSError:
+        return None
 
 
 def _system_binds() -> list[str]:

@@ -21,7 +21,7 @@ The chapters are served from a temporary copy of `chapters/`, with autosave off:
 not write outputs into the committed notebooks (tests/test_notebooks.py). Screenshots, before and after each move,
 go to `artifacts/browser/` (and a full-page one on failure).
 
-Needs Debian's Chromium at /usr/bin/chromium (`apt-get install -y chromium`; `.ci/run` installs it when it is
+Needs Debian's Chromium at /usr/bin/chromium (`apt-get install -y chromium`; `make test` installs it when it is
 missing) or another Chromium named by GPUCOST_CHROMIUM, and the `playwright` Python package (the `test` extra),
 which drives that browser; Playwright's own browser download is never used.
 """
@@ -165,7 +165,7 @@ def chromium_context(profile: Path):
     if not Path(CHROMIUM).exists():
         pytest.fail(
             f"Chromium is not installed at {CHROMIUM}: run `apt-get install -y chromium` "
-            "(as root; `.ci/run` does it when it is missing), or point GPUCOST_CHROMIUM at a Chromium binary",
+            "(`make test` does it as root when it is missing), or point GPUCOST_CHROMIUM at a Chromium binary",
             pytrace=False,
         )
     try:
