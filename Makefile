@@ -1,5 +1,7 @@
 # Two commands do all the set-up: `make lab` and `make test`.
 PYTHON ?= python3
+# This Makefile's folder (make -f from elsewhere, as tests/test_grading.py does, still finds its scripts).
+HERE := $(dir $(abspath $(firstword $(MAKEFILE_LIST))))
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
@@ -35,7 +37,7 @@ SYSTEM_SET ?= lab
 test: SYSTEM_SET := test
 
 system-packages:
-	@$(PYTHON) tools/system_packages.py $(SYSTEM_SET)
+	@$(PYTHON) $(HERE)tools/system_packages.py $(SYSTEM_SET)
 
 $(BIN)/python: | system-packages
 	$(PYTHON) -m venv $(VENV)

@@ -190,7 +190,7 @@ def _commands_the_code_looks_for() -> set[str]:
 
 def test_the_install_step_names_every_system_package_the_tests_need():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert re.search(r"tools/system_packages\.py \$\(SYSTEM_SET\)", makefile), "the install step runs the script"
+    assert re.search(r"\$\(HERE\)tools/system_packages\.py \$\(SYSTEM_SET\)", makefile), "the install step runs the script"
     assert re.search(r"^test: SYSTEM_SET := test$", makefile, re.M), "make test asks for the test set"
     listed = {need.command for need in _system_packages().needed("test")}
     looked_for = _commands_the_code_looks_for()
