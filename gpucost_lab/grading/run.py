@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import queue
@@ -15,6 +16,8 @@ from nbformat.v4 import new_output
 
 from ..variants import LEARNER_ENV
 from . import answers as _answers
+from . import confine
+from . import kernel_command as _command
 from . import sandbox as _sandbox
 from .execute import (
     MAX_CELLS,
@@ -120,10 +123,10 @@ class _Kernel:
         return value
 
 
-def _kernelspec(work: Path, limits: _sandbox.Limits, sandboxed: bool, env: dict[str, str]):
+def _kernelspec(work: Path, limits: _sandbox.Limits, sandboxed: bool, env: dict[str, str], group):
     from jupyter_client.kernelspec import KernelSpecManager
 
-    argv = _sandbox.kernel_argv(work, limits, env) if sandboxed else _sandbox.unsandboxed_argv(work, limits)
+    argv = _command.kernel_argv(work, limits, env, group) if sandboxed else _command.unsandboxed_argv(limits)
     spec = work / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True)
     (spec / "kernel.json").write_text(
@@ -164,22 +167,26 @@ def run_submission(
     if reason:
         log.warning("grading WITHOUT a sandbox: %s", reason)
     deadline = time.monotonic() + total_s
-    # two folders: the sandbox sees and may write the first; the second (the lab's helper files, which the checks
-    # import in this process) it never sees
+    sandboxed = not reason
+    # two folders: the sandbox sees the first's submission/ (read-only) and ipc/; the second (the lab's helper
+    # files, which the checks import in this process) it never sees
     with (
-        tempfile.TemporaryDirectory(prefix="gpucost-grade-run-") as tmp,
+        tempfile.TemporaryDirectory(prefix="gpucost-grade-run-", dir=_command.run_root()) as tmp,
         tempfile.TemporaryDirectory(prefix="gpucost-grade-checks-") as checks_dir,
+        _kernel_group(limits, sandboxed) as group,
     ):
         work = Path(tmp)
-        os.chmod(work, 0o755)
-        _copy_submission(folder, work / "notebook")
-        (work / "home").mkdir()
-        (work / "ipc").mkdir()
+        if sandboxed:
+            _command.prepare(work)
+            _copy_submission(folder, work / "submission")
+        else:
+            _copy_submission(folder, work / "notebook")
+            (work / "ipc").mkdir()
         _copy_submission(source_folder, Path(checks_dir), skip_notebooks=True)
         env = {LEARNER_ENV: learner}
         km = AsyncKernelManager(
             kernel_name=KERNEL_NAME,
-            kernel_spec_manager=_kernelspec(work, limits, not reason, env),
+            kernel_spec_manager=_kernelspec(work, limits, sandboxed, env, group),
             transport="ipc",
             ip=str(work / "ipc" / "kernel"),
             connection_file=str(work / "connection.json"),
@@ -193,14 +200,26 @@ def run_submission(
             allow_errors=True,
             kernel_name=KERNEL_NAME,
             shutdown_kernel="immediate",
-            resources={"metadata": {"path": str(work / "notebook")}},
+            resources={"metadata": {"path": str(work if sandboxed else work / "notebook")}},
         )
         kernel = _Kernel(client, timeout_s)
         checks = Checks(kernel.fetch, kernel.call, Path(checks_dir), learner)
         try:
-            _run_cells(nb, client, kernel, checks, deadline, timeout_s, total_s, log)
+            seal = (lambda: _command.seal(work)) if sandboxed else None
+            _run_cells(nb, client, kernel, checks, deadline, timeout_s, total_s, log, started=seal)
         finally:
             _stop(km)
+
+
+@contextlib.contextmanager
+def _kernel_group(limits: _sandbox.Limits, sandboxed: bool):
+    """The kernel's control group (every process left in it killed at the end), or None where grading goes on
+    without one (no sandbox, or allowed explicitly)."""
+    if not sandboxed or _sandbox.cgroup_problem():
+        yield None
+        return
+    with confine.kernel_group(limits.total_memory_mb * 2**20, limits.processes) as group:
+        yield group
 
 
 def _stop(km) -> None:
@@ -222,7 +241,9 @@ def _stop(km) -> None:
             pass
 
 
-def _run_cells(nb, client, kernel: _Kernel, checks: Checks, deadline: float, timeout_s: int, total_s: int, log) -> None:
+def _run_cells(
+    nb, client, kernel: _Kernel, checks: Checks, deadline: float, timeout_s: int, total_s: int, log, started=None
+) -> None:
     from nbclient.exceptions import DeadKernelError
 
     # At a cell's time limit nbclient interrupts the kernel and, by default, then waits for its reply with no end:
@@ -246,6 +267,8 @@ def _run_cells(nb, client, kernel: _Kernel, checks: Checks, deadline: float, tim
     with client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
         if not kernel.warm_up(max(timeout_s, client.startup_timeout)):  # as long as the kernel may take to start
             log.warning("the kernel did not load the grader's answer module: %s", kernel.stopped)
+        if started is not None:
+            started()  # before the learner's first cell
         for index, cell in enumerate(nb.cells):
             if cell.get("cell_type") != "code":
                 continue

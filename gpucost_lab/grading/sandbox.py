@@ -1,16 +1,19 @@
-"""The sandbox a learner's kernel runs in when a lab is graded.
+"""The sandbox a learner's kernel runs in when a lab is graded, and the check that one can be made here.
 
-The kernel runs under bubblewrap (Debian's ``bubblewrap``, the ``bwrap`` command) as user 65534 ("nobody")
-in fresh namespaces: no network, its own process tree, and a file system made of read-only system folders, this
-Python and the ``gpucost_lab`` package, plus one throw-away folder of its own. The course folder, ``solutions/``,
-the gradebook, the answer keys and other submissions are simply not there. ``prlimit`` caps its address space,
-CPU time, file sizes and process count; the grader stops it at the notebook's total time limit.
+The kernel runs under bubblewrap (Debian's ``bubblewrap``, the ``bwrap`` command) in fresh namespaces: no network,
+its own process tree, no environment of the grader's, and a file system made of read-only system folders, a few
+files of ``/etc``, this Python and the ``gpucost_lab`` package, plus sized tmpfs mounts of its own
+(:mod:`.kernel_command`). The course folder, ``solutions/``, the gradebook, the answer keys, ``/etc/shadow`` and
+other submissions are simply not there. Where the grader is root the kernel is a uid no account has, without
+capabilities, never root in disguise. ``prlimit`` caps each process's address space, CPU time, file sizes and the
+uid's processes; a control group (:mod:`.confine`) caps the memory and the number of all its processes together,
+tmpfs included; the grader stops it at the notebook's total time limit.
 
-Without ``bwrap`` or ``prlimit`` (or where the kernel forbids unprivileged user namespaces) every grading entry
-point refuses before it touches a submission (:func:`require`), with one line naming the package to install or the
-setting to change, unless ``allow_unsandboxed`` is set explicitly (a trusted notebook on a machine without
-bubblewrap; the log then says so). The module uses the standard library alone: ``tools/system_packages.py`` loads
-it by path before any environment exists.
+Where no sandbox can be made (``bwrap``, ``prlimit`` or ``setpriv`` missing, user namespaces forbidden, no control
+group) every grading entry point refuses before it touches a submission (:func:`require`), with one line naming the
+package to install or the setting to change, unless ``allow_unsandboxed`` is set explicitly (a trusted notebook;
+the log then says so), or, for the control group alone, ``GPUCOST_GRADE_WITHOUT_CGROUP=1``. The module and the two
+it uses need the standard library alone: ``tools/system_packages.py`` loads them before any environment exists.
 """
 
 from __future__ import annotations
@@ -23,21 +26,27 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-NOBODY = 65534
+from . import confine
+from . import kernel_command as _command
 
 
 @dataclass(frozen=True)
 class Limits:
     """What one graded notebook may use. CPU seconds and the total are for the whole notebook, not a cell."""
 
-    memory_mb: int = 6144  # address space of the kernel (torch on the CPU needs ~2 GB of it to import)
+    memory_mb: int = 6144  # address space of each process (torch on the CPU needs ~2 GB of it to import)
+    total_memory_mb: int = 3072  # all the kernel's processes together, its tmpfs files included (control group)
     cpu_s: int = 900
     file_mb: int = 256  # largest file the kernel may write
-    processes: int = 256
+    processes: int = 256  # processes and threads, of the sandbox's uid (RLIMIT_NPROC) and of its control group
+    work_mb: int = 512  # the working folder (a tmpfs, the submission's files copied in)
+    tmp_mb: int = 256  # /tmp
+    shm_mb: int = 256  # /dev/shm
+    home_mb: int = 64  # $HOME (matplotlib's cache)
 
     def prlimit(self) -> list[str]:
         return [
-            "prlimit",
+            shutil.which("prlimit") or "prlimit",
             f"--as={self.memory_mb * 2**20}",
             f"--cpu={self.cpu_s}",
             f"--fsize={self.file_mb * 2**20}",
@@ -49,7 +58,7 @@ class Limits:
 
 #: The commands a sandbox needs, with the Debian/Ubuntu and Fedora package that brings each
 #: (tools/system_packages.py installs them for `make install`).
-TOOLS = (("bwrap", "bubblewrap"), ("prlimit", "util-linux"))
+TOOLS = (("bwrap", "bubblewrap"), ("prlimit", "util-linux"), ("setpriv", "util-linux"))
 
 #: The kernel settings that forbid unprivileged user namespaces: (setting, the value that forbids them, a value that
 #: allows them).
@@ -73,7 +82,20 @@ def require(allow_unsandboxed: bool = False) -> str | None:
     reason = unavailable_reason()
     if reason and not allow_unsandboxed:
         raise SandboxUnavailable(f"cannot grade: {reason}")
+    if reason is None and not os.environ.get(confine.WITHOUT_CGROUP_ENV):
+        group = cgroup_problem()
+        if group:
+            raise SandboxUnavailable(
+                f"cannot grade: {group}: the kernel's memory and processes would be capped per process only; grade "
+                f"as root on a machine with cgroups, or set {confine.WITHOUT_CGROUP_ENV}=1 to accept that"
+            )
     return reason
+
+
+@functools.lru_cache(maxsize=1)
+def cgroup_problem() -> str | None:
+    """None where a control group can be made for a graded kernel, else why not (checked once)."""
+    return confine.problem()
 
 
 class _Refused(SystemExit):
@@ -115,17 +137,21 @@ def unavailable_reason() -> str | None:
                 f"`{package}` package (Debian/Ubuntu: `sudo apt-get install -y {package}`, Fedora: "
                 f"`sudo dnf install -y {package}`)"
             )
+    if _command.privileged() and _has_account(_command.SANDBOX_UID):
+        return f"uid {_command.SANDBOX_UID}, the graded kernel's, belongs to an account here; it must be unused"
     try:
         probe = subprocess.run(
             [
                 "bwrap",
-                *_system_binds(),
-                "--unshare-all",
-                "--uid",
-                str(NOBODY),
-                "--gid",
-                str(NOBODY),
+                *_command._system_binds(),
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                *_command.namespaces(),
                 "--die-with-parent",
+                "--",
+                *_command.drop_privileges(),
                 "true",
             ],
             capture_output=True,
@@ -142,6 +168,12 @@ def unavailable_reason() -> str | None:
 def _namespace_problem(stderr: str, status: int) -> str:
     """Why bwrap could not make a sandbox, naming the setting that forbids it where one does."""
     said = (stderr.strip().splitlines() or [f"exit status {status}"])[-1].strip()
+    if _command.privileged() and not any(w in said.lower() for w in ("uid map", "user namespace", "unprivileged")):
+        return (
+            f"bubblewrap could not make its namespaces as root here ({said}): in a container, start it with "
+            f"`--cap-add SYS_ADMIN --security-opt seccomp=unconfined --security-opt apparmor=unconfined` (Docker) "
+            f"or grade outside it"
+        )
     for setting, forbidding, allowing in USERNS_SETTINGS:
         value = _sysctl(setting)
         if value == forbidding:
@@ -164,93 +196,11 @@ def _sysctl(name: str) -> str | None:
         return None
 
 
-def _system_binds() -> list[str]:
-    binds = []
-    for folder in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc"):
-        if os.path.lexists(folder):
-            binds += (
-                ["--ro-bind", folder, folder]
-                if not os.path.islink(folder)
-                else ["--symlink", os.readlink(folder), folder]
-            )
-    return binds
+def _has_account(uid: int) -> bool:
+    import pwd
 
-
-def _python_binds() -> list[str]:
-    """This Python, its environment and the gpucost_lab package, each read-only at its own path."""
-    import gpucost_lab
-
-    package = Path(gpucost_lab.__file__).resolve().parent
-    folders = {Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve(), package}
-    folders |= {Path(p).resolve() for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
-    binds = []
-    for folder in sorted(folders, key=lambda p: len(p.parts)):
-        if str(folder).startswith(("/usr/", "/bin", "/lib", "/etc")):
-            continue  # already there
-        binds += ["--ro-bind", str(folder), str(folder)]
-    return binds
-
-
-def kernel_argv(workdir: Path, limits: Limits, extra_env: dict[str, str] | None = None) -> list[str]:
-    """The command that starts an IPython kernel in the sandbox, for a kernelspec (``{connection_file}`` left in).
-
-    The kernel's environment is this and ``extra_env`` only (the grader's own is cleared)."""
-    home = workdir / "home"
-    env = {
-        "HOME": str(home),
-        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
-        "MPLCONFIGDIR": str(home / ".matplotlib"),
-        "NBGRADER_EXECUTION": "autograde",
-        "LANG": "C.UTF-8",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        "OMP_NUM_THREADS": "1",
-        "MPLBACKEND": "Agg",
-        **(extra_env or {}),
-    }
-    setenv = [arg for key, value in env.items() for arg in ("--setenv", key, value)]
-    # the empty /tmp first: this Python or the package may live under /tmp (a fresh clone), and a later mount wins
-    return [
-        *limits.prlimit(),
-        "bwrap",
-        "--tmpfs",
-        "/tmp",
-        *_system_binds(),
-        *_python_binds(),
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--bind",
-        str(workdir),
-        str(workdir),
-        "--chdir",
-        str(workdir / "notebook"),
-        "--unshare-all",
-        "--uid",
-        str(NOBODY),
-        "--gid",
-        str(NOBODY),
-        "--die-with-parent",
-        "--new-session",
-        "--clearenv",
-        *setenv,
-        sys.executable,
-        "-m",
-        "ipykernel_launcher",
-        "-f",
-        "{connection_file}",
-        "--HistoryManager.hist_file=:memory:",
-    ]
-
-
-def unsandboxed_argv(workdir: Path, limits: Limits) -> list[str]:
-    """The kernel without a sandbox, only under ``prlimit`` (used only when explicitly allowed)."""
-    return [
-        *limits.prlimit(),
-        sys.executable,
-        "-m",
-        "ipykernel_launcher",
-        "-f",
-        "{connection_file}",
-        "--HistoryManager.hist_file=:memory:",
-    ]
+    try:
+        pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return True
