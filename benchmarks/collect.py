@@ -73,6 +73,15 @@ from figures import (  # noqa: E402
     timer_overhead,
     widgets,
 )
+from gpu_figures import (  # noqa: E402
+    compile_price,
+    gpu_tests,
+    no_result,
+    pinned_copies,
+    profile_to_cost,
+    sync_vs_unsync,
+    tf32,
+)
 
 # ----------------------------------------------------------------------------------------------------------------
 # the benchmarks `make bench` runs, in order
@@ -265,6 +274,79 @@ BENCHES: tuple[Bench, ...] = (
 )
 BY_NAME = {b.name: b for b in BENCHES}
 
+# The records of benchmarks/gpu_check.sh (run on a CUDA machine, not by `make bench`), saved as
+# benchmarks/results/NAME.json: rows of their own, each named by its record's GPU, only where a record is saved.
+GPU_BENCHES: tuple[Bench, ...] = (
+    Bench(
+        "gpu_tests",
+        "benchmarks/gpu_check.sh",
+        (Row("the CUDA tests (tests/test_gpu.py and the CUDA tests elsewhere)", "all pass, none skipped", gpu_tests),),
+        timed=False,
+    ),
+    Bench(
+        "gpu_profile_to_cost",
+        "gpucost_lab/cli.py",
+        (
+            Row(
+                "the worked example on the GPU (`profile-to-cost --device cuda`)",
+                "below the roofline bound",
+                profile_to_cost,
+            ),
+        ),
+    ),
+    Bench(
+        "gpu_sync_vs_unsync",
+        "benchmarks/sync_vs_unsync.py",
+        (Row("worked example, unsynchronized / synchronized throughput", "reported", sync_vs_unsync),),
+    ),
+    Bench(
+        "gpu_tf32_check",
+        "benchmarks/tf32_check.py",
+        (
+            Row(
+                "8192^3 float32 matmul, TF32 off (highest) / on (high): recorded field, TFLOP/s, the chosen peak",
+                "ieee / tf32 recorded; each below its peak",
+                tf32,
+            ),
+        ),
+    ),
+    Bench(
+        "gpu_ledger_accuracy",
+        "benchmarks/ledger_accuracy.py",
+        (
+            Row(
+                "memory ledger whole-step peak / `torch.cuda.max_memory_allocated`, 2 stacks x 2 microbatches x "
+                "{plain, accumulation x4, full recomputation, both}",
+                "within 10%",
+                ledger_peaks,
+            ),
+        ),
+        timed=False,
+    ),
+    Bench(
+        "gpu_pinned_copies",
+        "benchmarks/gpu_pinned_copies.py",
+        (
+            Row(
+                "host-to-device copies, pinned + non_blocking against pageable, interleaved; chapter 07's loader",
+                "64 MiB pinned faster; a pinned non_blocking copy returns before half of it is done",
+                pinned_copies,
+            ),
+        ),
+    ),
+    Bench(
+        "gpu_compile",
+        "benchmarks/gpu_compile.py",
+        (
+            Row(
+                "`torch.compile` of ManySmallOps(24 x 64): compiled / eager step, interleaved; the compile priced",
+                "compiled faster; the same function",
+                compile_price,
+            ),
+        ),
+    ),
+)
+
 
 # ----------------------------------------------------------------------------------------------------------------
 # commands and paths
@@ -344,8 +426,35 @@ def versions_text(v: dict) -> str:
     return ", ".join(f"{names.get(k, k)} {val}" for k, val in v.items() if val)
 
 
+def saved_row(bench: Bench, row: Row, saved: dict, comparison: str) -> list[str]:
+    """The cells of one comparison from a saved run."""
+    if saved.get("result") is None and "exit_status" in saved:  # a GPU check's step that left no result
+        figure, verdict = no_result(saved)
+    else:
+        try:
+            figure, verdict = row.read(saved["result"])
+        except (KeyError, TypeError, ValueError, StopIteration, ZeroDivisionError) as err:
+            figure, verdict = f"result unreadable ({type(err).__name__}: {err}); rerun", NOT_RUN
+    under, load_text = load_status(saved, bench)
+    if under and verdict != NOT_RUN:
+        verdict = f"{verdict}, measured under load: not a headline figure; rerun on a quiet machine"
+    when = saved.get("started", "?").removesuffix(" UTC").rsplit(":", 1)[0] + " UTC"
+    return [
+        comparison,
+        figure,
+        row.target,
+        verdict,
+        when,
+        load_text,
+        machine_text(saved.get("machine", {})),
+        versions_text(saved.get("versions", {})),
+        f"`{saved.get('command', '?')}`",
+    ]
+
+
 def render_rows(results: dict[str, dict]) -> list[list[str]]:
-    """One list of cells per comparison, for every benchmark, whether it has a saved result or not."""
+    """One list of cells per comparison, for every benchmark, whether it has a saved result or not; then the GPU
+    check's comparisons that have a saved record, each named by its GPU."""
     rows = []
     for bench in BENCHES:
         saved = results.get(bench.name)
@@ -355,28 +464,13 @@ def render_rows(results: dict[str, dict]) -> list[list[str]]:
                 rows.append(
                     [row.comparison, "\u2014", row.target, NOT_RUN, "\u2014", "\u2014", "\u2014", "\u2014", f"`{cmd}`"]
                 )
-                continue
-            try:
-                figure, verdict = row.read(saved["result"])
-            except (KeyError, TypeError, ValueError, StopIteration, ZeroDivisionError) as err:
-                figure, verdict = f"result unreadable ({type(err).__name__}: {err}); rerun", NOT_RUN
-            under, load_text = load_status(saved, bench)
-            if under and verdict != NOT_RUN:
-                verdict = f"{verdict}, measured under load: not a headline figure; rerun on a quiet machine"
-            when = saved.get("started", "?").removesuffix(" UTC").rsplit(":", 1)[0] + " UTC"
-            rows.append(
-                [
-                    row.comparison,
-                    figure,
-                    row.target,
-                    verdict,
-                    when,
-                    load_text,
-                    machine_text(saved.get("machine", {})),
-                    versions_text(saved.get("versions", {})),
-                    f"`{saved.get('command', '?')}`",
-                ]
-            )
+            else:
+                rows.append(saved_row(bench, row, saved, row.comparison))
+    for bench in GPU_BENCHES:
+        saved = results.get(bench.name)
+        if saved is not None:
+            device = saved.get("device") or saved.get("machine", {}).get("gpu") or "GPU not recorded"
+            rows += [saved_row(bench, row, saved, f"{device}: {row.comparison}") for row in bench.rows]
     return rows
 
 
@@ -401,7 +495,7 @@ def render_table(results: dict[str, dict]) -> str:
     lines = [
         BEGIN,
         "",
-        f"{len(rows)} comparisons from {len(BENCHES)} benchmark runs: "
+        f"{len(rows)} comparisons from {len(BENCHES) + sum(b.name in results for b in GPU_BENCHES)} benchmark runs: "
         f"{sum(v == 'pass' for v in verdicts)} pass as headline figures, "
         f"{sum(v.startswith('short') and 'under load' not in v for v in verdicts)} short, "
         f"{sum(v.startswith('reported') and 'under load' not in v for v in verdicts)} reported, "
@@ -420,7 +514,7 @@ def render_table(results: dict[str, dict]) -> str:
 
 def load_results(folder: Path = RESULTS_DIR) -> dict[str, dict]:
     out = {}
-    for bench in BENCHES:
+    for bench in BENCHES + GPU_BENCHES:
         path = folder / f"{bench.name}.json"
         if path.exists():
             saved = json.loads(path.read_text(encoding="utf-8"))

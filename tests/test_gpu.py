@@ -7,7 +7,7 @@ from gpucost_lab.contract import BenchmarkContract
 from gpucost_lab.profile_to_cost import LinearWorkload, run
 from gpucost_lab.timing import measure, measure_unsynchronized
 
-pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
 
 def test_contract_records_the_gpu_and_its_synchronization():
