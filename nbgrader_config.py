@@ -40,6 +40,11 @@ c.Execute.interrupt_on_timeout = True
 # A learner who deletes a (read-only) test cell gets it back, run and graded, instead of "needs manual grading".
 c.OverwriteCells.add_missing_cells = True
 
+# `nbgrader collect` (and the formgrader's Collect) copies learners' submissions out of the exchange with the
+# instructor's rights: a submission holding a link (to gradebook.db or solutions/, say), a hard link or a special
+# file is not collected, and the log names the learner and the file (gpucost_lab.grading.exchange).
+c.ExchangeFactory.collect = "gpucost_lab.grading.exchange.SafeExchangeCollect"
+
 # `nbgrader export` writes grades.csv with a `passed` column: True/False at 80% of the maximum score, or
 # "pending" while a submission still needs manual grading.
 c.ExportApp.plugin_class = "gpucost_lab.grading.nbgrader_export.PassMarkExportPlugin"

@@ -55,6 +55,9 @@ from figures import (  # noqa: E402
     Row,
     accumulation,
     async_device,
+    bad_input_10m,
+    bad_input_refusals,
+    bad_input_simulate,
     compare_load,
     course,
     grading,
@@ -186,6 +189,21 @@ BENCHES: tuple[Bench, ...] = (
         ),
     ),
     Bench(
+        "bad_input_limits",
+        "benchmarks/bad_input_limits.py",
+        (
+            Row(
+                "`analyze` of the traces that exhausted memory or hung (256 MB of whitespace, a 150 MB name, 10 GB "
+                "gzip bombs of a string, whitespace and a number, a FIFO) and `simulate` past its budget: worst time, "
+                "peak RSS",
+                "one line, exit 2; < 30 s, < 1 GB each",
+                bad_input_refusals,
+            ),
+            Row("`simulate` at its budget (2,000,000 events): time, peak RSS", "< 60 s, < 2 GB", bad_input_simulate),
+            Row("`analyze` at the event limit (10M events): time, peak RSS", "< 3 GB", bad_input_10m),
+        ),
+    ),
+    Bench(
         "ledger_accuracy",
         "benchmarks/ledger_accuracy.py",
         (
@@ -258,14 +276,25 @@ BENCHES: tuple[Bench, ...] = (
         about_load=True,
     ),
     Bench(
+        "compare_quiet",
+        "benchmarks/compare_under_load.py",
+        (
+            Row(
+                "`compare_steps` until decided (at most 10 s), quiet, 20 runs each: A/A called faster or slower; A/B "
+                '(twice the work) "slower" with an interval holding 2; the stall/no-stall traces through `diff`',
+                "A/A <= 2 of 20; A/B >= 19 of 20; stall pair better x3",
+                compare_load,
+            ),
+        ),
+    ),
+    Bench(
         "compare_under_load",
         "benchmarks/compare_under_load.py",
         (
             Row(
-                "`compare_steps` beside 2 busy processes, 10 runs each: A/A inconclusive or containing 1; "
-                "A/B (twice the "
-                'work) "slower" inside [1.5, 2.7]',
-                ">= 9 of 10 each",
+                "`compare_steps` until decided (at most 10 s), beside 2 busy processes, 20 runs each: A/A called "
+                'faster or slower; A/B (twice the work) "slower" with an interval holding 2; the stall pair',
+                "A/A <= 2 of 20; A/B >= 19 of 20; stall pair better x3",
                 compare_load,
             ),
         ),

@@ -176,6 +176,31 @@ def scale_1m(result: dict) -> tuple[str, str]:
     )
 
 
+def bad_input_refusals(result: dict) -> tuple[str, str]:
+    rows = result["refusals"]
+    worst_s, worst_mb = max(r["seconds"] for r in rows), max(r["peak_rss_mb"] for r in rows)
+    lines = "one line and exit 2 each" if all(r["exit"] == 2 and r["stderr_lines"] == 1 for r in rows) else "not all"
+    return f"{len(rows)} cases, {lines}: at most {seconds(worst_s)}, {mb(worst_mb)}", verdict_of(
+        result["targets_met"]["refusals_one_line_within_30s_and_1gb"]
+    )
+
+
+def bad_input_simulate(result: dict) -> tuple[str, str]:
+    r = result["answers"][0]
+    return f"{seconds(r['seconds'])}, {mb(r['peak_rss_mb'])}", verdict_of(
+        result["targets_met"]["simulate_budget_within_60s_and_2gb"]
+    )
+
+
+def bad_input_10m(result: dict) -> tuple[str, str]:
+    if "analyze_10m_events_within_3gb" not in result["targets_met"]:
+        return "not measured in this run (--quick)", NOT_RUN
+    r = result["answers"][1]
+    return f"{seconds(r['seconds'])}, {mb(r['peak_rss_mb'])} ({r['file_mb']:,.0f} MB of JSON)", verdict_of(
+        result["targets_met"]["analyze_10m_events_within_3gb"]
+    )
+
+
 def _per_model(result: dict, key: str) -> str | None:
     """``key`` of each model's row, "a / b / c (names, batch N)"; None when the run measured none."""
     rows = result["results"]
@@ -272,9 +297,20 @@ def async_device(result: dict) -> tuple[str, str]:
 
 
 def compare_load(result: dict) -> tuple[str, str]:
-    n = len(result["aa_runs"])
+    if "aa_called_a_direction" not in result:  # a record of the fixed 10-round design, before the sequential one
+        n = len(result["aa_runs"])
+        return (
+            f"A/A {result['aa_inconclusive_or_contains_1']}/{n}, A/B {result['ab_slower_inside_1.5_2.7']}/"
+            f"{len(result['ab_runs'])} ({result['rounds']} rounds of {result['measured_steps']}-step blocks)",
+            result["verdict"],
+        )
+    n_aa, n_ab = len(result["aa_runs"]), len(result["ab_runs"])
+    verdicts = ", ".join(f"{k} {v}" for k, v in result["aa_verdicts"].items() if v)
+    pair = "/".join(v["verdict"] for v in result["stall_pair"].values())
     return (
-        f"A/A {result['aa_inconclusive_or_contains_1']}/{n}, A/B {result['ab_slower_inside_1.5_2.7']}/"
-        f"{len(result['ab_runs'])} ({result['rounds']} rounds of {result['measured_steps']}-step blocks)",
+        f"A/A {result['aa_called_a_direction']}/{n_aa} called a direction ({verdicts}); A/B "
+        f"{result['ab_slower_holding_2']}/{n_ab} slower holding 2; median rounds (s) A/A "
+        f"{result['aa_median_rounds']:g} ({result['aa_median_seconds']:.1f}), A/B {result['ab_median_rounds']:g} "
+        f"({result['ab_median_seconds']:.1f}); stall pair step/busy/idle {pair}",
         result["verdict"],
     )

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
 # The profiler warns that blocks allocated before it started are freed inside its window; the
@@ -29,9 +30,9 @@ from . import (  # noqa: E402  (after the environment is set, before torch loads
     simulate,
     timeline,
 )
-from ._validate import InputError, output_file  # noqa: E402
+from ._validate import InputError, integer_at_least, output_file, price_per_hour  # noqa: E402
+from .cli_errors import EXIT_INTERNAL, check_inputs, error_line, failure, internal_error, one_line_warnings  # noqa: E402
 from .cli_errors import FLAGS as _FLAGS  # noqa: E402, F401  (cli_export registers its flags here)
-from .cli_errors import error_line  # noqa: E402
 from .cli_errors import shown as _shown  # noqa: E402
 from .device import DEVICE_CHOICES  # noqa: E402
 from .plan import CANDIDATES  # noqa: E402
@@ -149,6 +150,7 @@ def _add_grading_parsers(sub) -> None:
 
 
 def _predict(args: argparse.Namespace) -> tuple[dict, str]:
+    price_per_hour("price_per_hour_usd", args.price_per_hour)
     out = cost.predict(
         args.throughput_gain, args.steps_change, args.price_per_hour, args.baseline_hours, args.window_hours
     )
@@ -167,6 +169,7 @@ def _predict(args: argparse.Namespace) -> tuple[dict, str]:
 
 
 def _profile_to_cost(args: argparse.Namespace) -> tuple[dict, str]:
+    price_per_hour("price_per_hour_usd", args.price_per_hour)
     result = profile_to_cost.run(
         device=args.device, price_per_hour_usd=args.price_per_hour, repeats=args.repeats, progress=not args.json
     )
@@ -205,13 +208,28 @@ def _writing(field: str, path: str | None):
         ) from None
 
 
+# Rows each list of analyze and diff prints (--top): more than anyone reads; the JSON of a list stays small.
+MAX_TOP = 1000
+# Traces on each side of diff, all held at once: repeated runs of one setting are a few to a dozen.
+MAX_DIFF_TRACES = 32
+
+
 def _analyze(args: argparse.Namespace) -> tuple[dict, str]:
+    integer_at_least("top", args.top, 1, MAX_TOP)
     trace = timeline.load_trace(args.trace, progress=not args.json and sys.stderr.isatty())
     out = timeline.analyze(trace, top=args.top)
     return out, render_analysis(out, args.trace, top=args.top)
 
 
 def _diff(args: argparse.Namespace) -> tuple[dict, str]:
+    integer_at_least("top", args.top, 1, MAX_TOP)
+    for field in ("before", "after"):
+        if len(getattr(args, field)) > MAX_DIFF_TRACES:
+            raise InputError(
+                field,
+                f"{field} must name at most {MAX_DIFF_TRACES} traces (all are held at once), got "
+                f"{len(getattr(args, field))}",
+            )
     result = timeline.diff(args.before, args.after, top=args.top)
     return result.to_dict(), result.text()
 
@@ -269,26 +287,53 @@ _EXIT_STATUS = {
 
 
 def _plan(args: argparse.Namespace) -> tuple[dict, str]:
-    from .plan import run_plan
+    from .plan import check_rounds, run_plan
     from .release import Registry
-    from .report import report_path, write_report
+    from .report import report_path, write_report_pending
 
-    if args.report:  # checked before the plan runs (minutes), not when its report is written
+    # every input and output checked before the plan runs (minutes), not when its files are written
+    price_per_hour("price_per_hour_usd", args.price_per_hour)
+    check_rounds(args.rounds)
+    if args.report is not None:
         report_path(args.report, "report")
     registry = None
-    if args.registry:
+    if args.registry is not None:
 
-        class FlagRegistry(Registry):  # its write errors name the flag
+        class FlagRegistry(Registry):  # its errors name the flag; its write waits for the report's (one decision)
+            pending = None
+
+            def _load(self):
+                try:
+                    return super()._load()
+                except InputError:
+                    raise
+                except ValueError as err:
+                    raise InputError("registry", f"registry: {err}") from None
+
             def record(self, decision, at=None):
                 with _writing("registry", args.registry):
-                    return super().record(decision, at)
+                    entry, self.pending = self.prepare_record(decision, at)
+                return entry
 
         registry = FlagRegistry(output_file("registry", args.registry))
-    result = run_plan(args.candidate, price_per_hour_usd=args.price_per_hour, rounds=args.rounds, registry=registry)
-    out = result.to_dict()
-    if args.report:
-        with _writing("report", args.report):
-            out["report"] = str(write_report(result.report_data(), args.report))
+        registry.current()  # a registry that cannot be read is refused now
+    report = None
+    try:
+        result = run_plan(args.candidate, price_per_hour_usd=args.price_per_hour, rounds=args.rounds, registry=registry)
+        out = result.to_dict()
+        if args.report is not None:
+            with _writing("report", args.report):
+                report = write_report_pending(result.report_data(), args.report)
+        if registry is not None and registry.pending is not None:  # the decision and its report land together
+            with _writing("registry", args.registry):
+                registry.pending.commit()
+        if report is not None:
+            with _writing("report", args.report):
+                out["report"] = str(report.commit())
+    finally:  # a write that failed, or a plan that did: no temporary file left, the registry as it was
+        for pending in (report, registry.pending if registry is not None else None):
+            if pending is not None and not pending.done:
+                pending.discard()
     d, c = out["decision"], out["cost_to_target"]
     lines = [
         f"{d['action'].upper()}: {out['candidate']['name']} against {out['baseline']['name']} -> "
@@ -300,7 +345,7 @@ def _plan(args: argparse.Namespace) -> tuple[dict, str]:
             f"{c['ratio_ci95'][1]:.3f}), {c['verdict']}, at an assumed ${out['price_per_hour_usd']:.2f}/h"
         )
     lines += [f"  {reason}" for reason in d["reasons"]]
-    if args.report:
+    if args.report is not None:
         lines.append(f"report: {_shown(out['report'])}")
     return out, "\n".join(lines)
 
@@ -322,15 +367,27 @@ _COMMANDS = {
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
-    try:
-        out, text = _COMMANDS[args.command](args)
-    except ValueError as err:
-        print(error_line(args.command, err), file=sys.stderr)
-        return EXIT_USAGE
-    except grading.SandboxUnavailable as err:  # no sandbox on this machine: the line says what to install or allow
-        print(_shown(f"gpucost-lab {args.command}: error: {err}"), file=sys.stderr)
-        return EXIT_USAGE
-    print(json.dumps(out, allow_nan=False) if args.json else text)
+    with warnings.catch_warnings():
+        warnings.showwarning = one_line_warnings(args.command)
+        try:
+            check_inputs(args)
+            out, text = _COMMANDS[args.command](args)
+        except ValueError as err:
+            print(error_line(args.command, err), file=sys.stderr)
+            return EXIT_USAGE
+        except grading.SandboxUnavailable as err:  # no sandbox on this machine: the line says what to install or allow
+            print(_shown(f"gpucost-lab {args.command}: error: {err}"), file=sys.stderr)
+            return EXIT_USAGE
+        except Exception as err:  # noqa: BLE001 - a file the system refuses, nesting, memory, or a bug: one line
+            line, status = failure(args.command, args, err)
+            print(line, file=sys.stderr)
+            return status
+        try:
+            printed = json.dumps(out, allow_nan=False) if args.json else text
+        except ValueError as err:  # a result that is not a finite number: the package's error, not the input's
+            print(internal_error(args.command, err), file=sys.stderr)
+            return EXIT_INTERNAL
+    print(printed)
     return _EXIT_STATUS.get(args.command, lambda out: 0)(out)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import re
 
 from ._validate import InputError
 from .grading.export import FORMATS, export_grades
@@ -61,7 +62,7 @@ def _canvas_ids(pairs: list[str]) -> dict[str, str]:
     ids = {}
     for pair in pairs:
         name, sep, number = pair.partition("=")
-        if not sep or not name or not number.strip().isdigit():
+        if not sep or not name or not re.fullmatch(r"[0-9]{1,20}", number.strip()):  # ASCII digits: "²" is a digit
             raise InputError("canvas_ids", f"canvas_ids must be ASSIGNMENT=ID with a numeric Canvas id, got {pair!r}")
         ids[name] = number.strip()
     return ids

@@ -16,7 +16,12 @@ from .grading.notebooks import DEFAULT_TIMEOUT_S
 from .grading.passmark import PASS_MARK_PERCENT
 
 # Library errors name the Python field; the CLI user typed the flag (or the positional argument).
-FLAGS = {"submissions_dir": "SUBMITTED_DIR", "workers": "--workers", "feedback_dir": "--feedback"}
+FLAGS = {
+    "submissions_dir": "SUBMITTED_DIR",
+    "submitted_dir": "SUBMITTED_DIR",  # the argument's own name, as an OSError's line names it
+    "workers": "--workers",
+    "feedback_dir": "--feedback",
+}
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -64,14 +69,24 @@ def add_parser(sub) -> argparse.ArgumentParser:
     return p
 
 
+# Worker processes of grade-class: each takes about 1 GB with its learner's kernel, so 64 need a 64 GB machine; more
+# than the class has are never started.
+MAX_WORKERS = 64
+
+
 def _number(value) -> float | None:
     return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
 def grade_class_command(args: argparse.Namespace) -> tuple[dict, str]:
+    from ._validate import InputError
     from .cli import _shown
     from .grading.classes import default_workers, grade_class
 
+    if args.workers is not None and args.workers > MAX_WORKERS:  # below 1: grade_class's own line
+        raise InputError(
+            "workers", f"workers must be a whole number from 1 to {MAX_WORKERS} (about 1 GB each), got {args.workers}"
+        )
     started = time.perf_counter()
     frame = grade_class(
         args.submitted_dir,

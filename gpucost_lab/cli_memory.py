@@ -241,7 +241,10 @@ def ledger_command(args: argparse.Namespace) -> tuple[dict, str]:
 
 
 def fix_oom_command(args: argparse.Namespace) -> tuple[dict, str]:
+    from ._validate import price_per_hour
+
     ledger, _ = _ledger_from(args)
+    price_per_hour("price_per_hour_usd", args.price_per_hour)
     step_time_s = args.step_time_s
     if step_time_s is None and args.samples_per_s is None:
         step_time_s = COURSE_STEP_TIME_S

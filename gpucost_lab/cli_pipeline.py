@@ -9,6 +9,9 @@ and flags with :mod:`gpucost_lab.cli`, which prints bad input as one line naming
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import warnings
 
 from . import cost
 from ._validate import InputError
@@ -62,13 +65,14 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def pipeline_command(args: argparse.Namespace) -> tuple[dict, str]:
     import torch
 
-    from ._validate import integer_at_least, positive
+    from ._validate import integer_at_least, price_per_hour
     from .device import resolve_device
-    from .pipeline import MAX_WORKERS, LoaderConfig, measure_settings
+    from .pipeline import MAX_WORKERS, LoaderConfig, check_run, measure_settings
 
-    positive("price_per_hour_usd", args.price_per_hour)
+    price_per_hour("price_per_hour_usd", args.price_per_hour)
     device = resolve_device(args.device)
     workers = [integer_at_least("workers", n, 0, MAX_WORKERS) for n in args.workers]
+    check_run(len(workers), args.batch_size, args.batches, args.repeats, args.decode_passes)
     for field, value in (("prefetch_factor", args.prefetch_factor), ("persistent_workers", args.persistent_workers)):
         if value not in (None, False) and max(workers) == 0:
             raise InputError(field, f"{field} sets the workers: give a number of workers > 0, got workers={workers}")
@@ -80,17 +84,26 @@ def pipeline_command(args: argparse.Namespace) -> tuple[dict, str]:
         persistent_workers=args.persistent_workers,
         non_blocking=args.non_blocking,
     )
+    cores = _cores()
+    if max(workers) > cores:  # DataLoader's own warning says so in four lines; the measurement is still valid
+        print(
+            f"gpucost-lab pipeline: note: --workers {max(workers)} is more than the {cores} cores this process may "
+            f"use: the workers take turns on them, which the measurement shows",
+            file=sys.stderr,
+        )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # one thread for the step: workers and the step share the cores
     try:
-        measured = measure_settings(
-            workers,
-            base,
-            batches=args.batches,
-            repeats=args.repeats,
-            device=device,
-            decode_passes=args.decode_passes,
-        )
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
+            measured = measure_settings(
+                workers,
+                base,
+                batches=args.batches,
+                repeats=args.repeats,
+                device=device,
+                decode_passes=args.decode_passes,
+            )
     finally:
         torch.set_num_threads(threads)
     rows = [m.to_dict(args.price_per_hour) for m in measured]
@@ -117,6 +130,14 @@ def pipeline_command(args: argparse.Namespace) -> tuple[dict, str]:
             f"{'$' + format(c['geomean'], '.3e'):>16}"
         )
     return out, "\n".join(lines)
+
+
+def _cores() -> int:
+    """The cores this process may use, as DataLoader counts them for its warning."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _rate(e: dict) -> str:

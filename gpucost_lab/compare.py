@@ -17,9 +17,16 @@ geometric mean of the round ratios, which equals the ratio of the two sides' geo
 times, so a table of the two sides' throughputs and costs agrees with the ratio by construction. Its
 95% interval is a Student-t interval over the rounds' log ratios.
 
-The verdict is "faster" or "slower" only when the interval excludes 1 *and* is narrow enough to act
-on (:data:`MAX_WIDTH_FACTOR`); otherwise it is "inconclusive", and the honest next step is more
-rounds or a quieter machine, not a decision.
+The verdict follows the course's one decision rule (:func:`gpucost_lab.stats.decide`): "faster" when the whole
+interval lies below 1, "slower" when above, "same" within the equivalence margin, else "inconclusive". How wide the
+interval is never decides the direction: it is the precision of the size, printed beside it.
+
+How many rounds? Without ``rounds``, :func:`compare_steps` measures in batches (``contract.repeats`` rounds each)
+and looks after each batch, until the verdict is decided (a direction, or "same") or its time budget would be spent.
+Looking again and again at data that grow would call an A/A comparison faster or slower far more often than 5%;
+each look's interval is therefore wider, at the confidence :func:`gpucost_lab.stats.look_confidence` gives (alpha
+spending with a union bound), so that across all the looks the chance of a wrong direction stays at most 5%.
+``rounds=N`` keeps a fixed design: N rounds, one look, a plain 95% interval.
 """
 
 from __future__ import annotations
@@ -33,11 +40,21 @@ from dataclasses import dataclass, replace
 from . import device as _device
 from ._validate import InputError, greater_than, integer_at_least
 from .contract import BenchmarkContract
-from .stats import MAX_WIDTH_FACTOR, Estimate, Interval, RatioVerdict, combine  # the verdict rule lives in stats
+from .stats import (  # the verdict rule lives in stats
+    EQUIVALENCE_MARGIN,
+    Estimate,
+    Interval,
+    RatioVerdict,
+    combine,
+    look_confidence,
+    rounds_to_decide,
+)
 from .timing import Clock, Measurement
 
-VERDICTS = ("faster", "slower", "inconclusive")
-COST_VERDICTS = ("cheaper", "more expensive", "inconclusive")
+#: A sequential comparison's time budget (seconds of timing), unless ``max_seconds`` says otherwise.
+DEFAULT_MAX_SECONDS = 30.0
+#: The most rounds a sequential comparison takes, whatever its budget.
+MAX_ROUNDS = 1000
 
 
 @dataclass(frozen=True)
@@ -46,15 +63,18 @@ class Comparison:
 
     Block ``2 i`` and ``2 i + 1`` of each side belong to round ``i``, run in the order
     ``round_orders[i]``: "ABBA" (baseline, candidate, candidate, baseline) or "BAAB"; empty means every
-    round ran ABBA. Each block is ``measured_steps`` steps of the side's own contract.
+    round ran ABBA. Each block is ``measured_steps`` steps of the side's own contract. A sequential comparison
+    (``looks`` not empty) reports its interval at the last look's confidence (:func:`.stats.look_confidence`).
     """
 
     baseline_contract: BenchmarkContract
     candidate_contract: BenchmarkContract
     baseline_block_times_s: tuple[float, ...]
     candidate_block_times_s: tuple[float, ...]
-    max_width_factor: float = MAX_WIDTH_FACTOR
     round_orders: tuple[str, ...] = ()
+    looks: tuple[int, ...] = ()  # a sequential comparison: the rounds measured at each look; () a fixed design
+    seconds: float = 0.0  # the time the timing took (its clock's), warm-up excluded
+    margin: float = EQUIVALENCE_MARGIN
 
     def __post_init__(self) -> None:
         n_b, n_c = len(self.baseline_block_times_s), len(self.candidate_block_times_s)
@@ -88,9 +108,15 @@ class Comparison:
         )
 
     @property
+    def confidence(self) -> float:
+        """The interval's confidence: 0.95 for a fixed design, the last look's for a sequential one."""
+        return look_confidence(len(self.looks)) if self.looks else 0.95
+
+    @property
     def step_time(self) -> RatioVerdict:
-        """Candidate / baseline step time, its interval and verdict ("faster", "slower" or "inconclusive")."""
-        return RatioVerdict(self.round_ratios.interval, "step time", "faster", "slower", self.max_width_factor)
+        """Candidate / baseline step time, its interval and verdict ("faster", "slower", "same", "inconclusive")."""
+        interval = self.round_ratios.interval_at(self.confidence)
+        return RatioVerdict(interval, "step time", "faster", "slower", self.margin, len(self.looks))
 
     @property
     def interval(self) -> Interval:
@@ -115,7 +141,18 @@ class Comparison:
 
     @property
     def reason(self) -> str:
-        return self.step_time.reason
+        """The verdict's sentence; for an undecided sequential comparison, what was spent and what more would take."""
+        said = self.step_time.reason
+        if not self.looks or self.verdict != "inconclusive":
+            return said
+        ratios = self.round_ratios
+        more = rounds_to_decide(ratios.log_std, ratios.mean_log, self.margin)
+        hint = f"; about {max(0, more - self.rounds)} more rounds at this spread would decide it" if more else ""
+        return f"{said}; not decided after {self.rounds} rounds in {self.seconds:.1f} s (the time budget){hint}"
+
+    @property
+    def decided(self) -> bool:
+        return self.verdict != "inconclusive"
 
     @property
     def baseline(self) -> Measurement:
@@ -145,7 +182,7 @@ class Comparison:
             factors = [(self.round_ratios, 1), (Estimate.of(x / y for x, y in zip(c.values, b.values)), 1)]
         else:
             factors = [(self.round_ratios, 1), (c, 1), (b, -1)]
-        return RatioVerdict(combine(*factors), max_width_factor=self.max_width_factor)
+        return RatioVerdict(combine(*factors, confidence=self.confidence), margin=self.margin, looks=len(self.looks))
 
     def to_dict(self) -> dict:
         return {
@@ -155,7 +192,10 @@ class Comparison:
             "verdict": self.verdict,
             "reason": self.reason,
             "rounds": self.rounds,
-            "max_width_factor": self.max_width_factor,
+            "looks": list(self.looks),
+            "seconds": self.seconds,
+            "confidence": self.confidence,
+            "equivalence_margin": self.margin,
             "round_orders": list(self.round_orders or ("ABBA",) * self.rounds),
             "baseline_block_times_s": list(self.baseline_block_times_s),
             "candidate_block_times_s": list(self.candidate_block_times_s),
@@ -188,30 +228,64 @@ def compare_steps(
     contract: BenchmarkContract,
     *,
     rounds: int | None = None,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
     clock: Clock = time.perf_counter,
     synchronize: Callable[[], None] | None = None,
     candidate_contract: BenchmarkContract | None = None,
     allow: Sequence[str] = (),
-    max_width_factor: float = MAX_WIDTH_FACTOR,
     order_seed: int | None = None,
+    margin: float = EQUIVALENCE_MARGIN,
 ) -> Comparison:
-    """Warm both steps up, then time them in ``rounds`` rounds (default: ``contract.repeats``).
+    """Warm both steps up, then time them interleaved: ``rounds`` rounds (a fixed design), or, without ``rounds``,
+    batches of ``contract.repeats`` rounds until the verdict is decided or ``max_seconds`` of timing would be
+    exceeded (at most :data:`MAX_ROUNDS`; the module docstring says how the looks are accounted for).
 
     ``candidate_contract`` is the candidate's own contract when it changes a field (e.g. the batch); it
     must equal ``contract`` except the fields named in ``allow``. Each block runs the side's
     ``measured_steps`` steps between two synchronizations; ``synchronize`` defaults to the device's.
-    Each round is ABBA or BAAB, drawn from ``order_seed`` (default: the contract's seed).
+    Each round is ABBA or BAAB, drawn from ``order_seed`` (default: the contract's seed). ``clock`` times the
+    blocks and the budget.
     """
-    greater_than("max_width_factor", max_width_factor, 1.0)
     candidate_contract = contract if candidate_contract is None else candidate_contract
     contract.require_same(candidate_contract, allow=allow)
-    rounds = integer_at_least("rounds", contract.repeats if rounds is None else rounds, 2)
+    if rounds is None:
+        batch = integer_at_least("repeats", contract.repeats, 2)
+        greater_than("max_seconds", max_seconds, 0.0)
+    else:
+        batch = integer_at_least("rounds", rounds, 2)
+    greater_than("margin", margin, 0.0)
     sync = synchronize if synchronize is not None else _device.synchronizer(contract.device)
-    orders = random_round_orders(rounds, contract.seed if order_seed is None else order_seed)
-    times = interleaved_blocks(
-        ((baseline_step, contract, sync), (candidate_step, candidate_contract, sync)), rounds, clock, orders
+    sides = ((baseline_step, contract, sync), (candidate_step, candidate_contract, sync))
+    rng = random.Random(contract.seed if order_seed is None else order_seed)
+    warm_up(sides)
+    times: tuple[list[float], list[float]] = ([], [])
+    orders: list[str] = []
+    looks: list[int] = []
+    started = last = clock()
+    while True:
+        batch_orders = tuple(rng.choice(ROUND_ORDERS) for _ in range(batch))
+        for side, block_times in zip(times, interleaved_blocks(sides, batch, clock, batch_orders, warm=False)):
+            side.extend(block_times)
+        orders += batch_orders
+        now = clock()
+        if rounds is not None:
+            break
+        looks.append(len(orders))
+        done = Comparison(contract, candidate_contract, tuple(times[0]), tuple(times[1]), tuple(orders), tuple(looks))
+        over_budget = now - started + (now - last) > max_seconds or len(orders) + batch > MAX_ROUNDS
+        if done.decided or over_budget:
+            break
+        last = now
+    return Comparison(
+        contract,
+        candidate_contract,
+        tuple(times[0]),
+        tuple(times[1]),
+        tuple(orders),
+        tuple(looks),
+        seconds=clock() - started,
+        margin=margin,
     )
-    return Comparison(contract, candidate_contract, times[0], times[1], max_width_factor, orders)
 
 
 ROUND_ORDERS = ("ABBA", "BAAB")
@@ -235,10 +309,21 @@ def _check_orders(orders: Sequence[str], rounds: int, *, allow_empty: bool = Fal
 Side = tuple[Callable[[], object], BenchmarkContract, Callable[[], None]]
 
 
+def warm_up(sides: tuple[Side, Side]) -> None:
+    """Each side's warm-up steps, after checking that the contract describes this machine."""
+    sides[0][1].check_environment()  # a contract frozen elsewhere does not describe this machine
+    for step, contract, _ in sides:
+        for _ in range(contract.warmup_steps):
+            step()
+    for _, _, sync in sides:
+        sync()
+
+
 def interleaved_blocks(
-    sides: tuple[Side, Side], rounds: int, clock: Clock, orders: Sequence[str] | None = None
+    sides: tuple[Side, Side], rounds: int, clock: Clock, orders: Sequence[str] | None = None, *, warm: bool = True
 ) -> tuple[tuple[float, ...], ...]:
-    """Warm up both sides, then time ``rounds`` rounds of blocks; each side's block times, in run order.
+    """Warm up both sides (unless ``warm`` is False), then time ``rounds`` rounds of blocks; each side's block times,
+    in run order.
 
     A side is ``(step, contract, synchronize)``: a block is ``synchronize()``, read the clock, the
     contract's ``measured_steps`` steps, ``synchronize()``, read the clock. Round ``i`` runs in the order
@@ -246,12 +331,8 @@ def interleaved_blocks(
     """
     orders = ("ABBA",) * rounds if orders is None else tuple(orders)
     _check_orders(orders, rounds)
-    sides[0][1].check_environment()  # a contract frozen elsewhere does not describe this machine
-    for step, contract, _ in sides:
-        for _ in range(contract.warmup_steps):
-            step()
-    for _, _, sync in sides:
-        sync()
+    if warm:
+        warm_up(sides)
     times: tuple[list[float], list[float]] = ([], [])
     for order in orders:
         for side in (0, 1, 1, 0) if order == "ABBA" else (1, 0, 0, 1):

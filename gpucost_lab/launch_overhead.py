@@ -192,10 +192,11 @@ class CompilePrice:
 
     def verdict(self, steps: int | None = None) -> str:
         """Over ``steps`` steps: "compile" when even the interval's far end has paid, "stay eager" when even its near
-        end has not, else "inconclusive". With an inconclusive comparison, "stay eager" only when even a compiled
+        end has not, else "inconclusive". With a comparison that found no direction ("same" or "inconclusive"),
+        "stay eager" only when even a compiled
         step taking no time could not pay the compile back (``steps`` x the eager step < the compile)."""
         n = self.steps if steps is None else integer_at_least("steps", steps, 1)
-        if self.comparison.verdict == "inconclusive":
+        if self.comparison.verdict not in ("faster", "slower"):  # "same" or "inconclusive": no saving to count on
             return "stay eager" if n * self.eager_step_s < self.compile_s else "inconclusive"
         low, high = sorted(self.break_even_steps[1:])
         return "compile" if n > high else "stay eager" if n < low else "inconclusive"

@@ -72,7 +72,9 @@ __all__ = [
     "DEFAULT_DEVICE_GB",
     "DEFAULT_RESERVE_FRACTION",
     "MAX_BLOCKS",
+    "MAX_BUDGET_PER_SAMPLE",
     "MAX_MICROBATCH",
+    "MAX_SELECTIVE_EXTRA_COMPUTE",
     "RECOMPUTE_STEP_TIME_FACTOR",
     "LedgerBlock",
     "LedgerResult",
@@ -86,6 +88,11 @@ MAX_BLOCKS = 1000
 # Samples in a microbatch: far beyond any real one, and small enough that float arithmetic tells m from m + 1 samples
 # (the fit test settles the exact count in a step or two).
 MAX_MICROBATCH = 10**12
+# Budget and static memory: at most 2**43 times one more sample's memory, where a float resolves a 512th of a sample
+# at the budget's edge (with --static-gb 1e30 --device-gb 1e30 a sample was below the rounding: the search never ended).
+MAX_BUDGET_PER_SAMPLE = 2.0**43
+# Selective recomputation redoes part of what full recomputation does (one more forward: 1/3 of a step), never more.
+MAX_SELECTIVE_EXTRA_COMPUTE = RECOMPUTE_STEP_TIME_FACTOR - 1.0
 
 # RECOMPUTE_STEP_TIME_FACTOR (from memory_model, re-exported here for the widget and chapter 04), an assumption
 # stated, not measured: recomputing the forward pass adds about one forward to every step, and a forward is about
@@ -130,7 +137,17 @@ class MemoryLedger:
         fraction("checkpoint_keep_fraction", self.checkpoint_keep_fraction, include_zero=False, include_one=True)
         check_precision(self.precision)
         fraction("selective_saving_fraction", self.selective_saving_fraction)
-        non_negative("selective_extra_compute", self.selective_extra_compute)
+        if (
+            not 0
+            <= non_negative("selective_extra_compute", self.selective_extra_compute)
+            <= MAX_SELECTIVE_EXTRA_COMPUTE
+        ):
+            raise InputError(
+                "selective_extra_compute",
+                f"selective_extra_compute must be in [0, {MAX_SELECTIVE_EXTRA_COMPUTE:.6g}] (selective recomputation "
+                f"redoes part of a forward; full recomputation redoes all of it, 1/3 of a step), got "
+                f"{self.selective_extra_compute!r}",
+            )
         fraction("microbatch_overhead_fraction", self.microbatch_overhead_fraction)
         non_negative("gradient_gb", self.gradient_gb)
         if self.gradient_gb > self.static_gb:
@@ -235,6 +252,24 @@ class MemoryLedger:
             "activation_gb_per_sample", a, (FLOAT_MAX - static) / m / self.blocks, given, "the peak memory overflows"
         )
 
+    def _check_resolution(self, per_sample_gb: float, static_gb: float) -> None:
+        """InputError naming the input when the budget (or static memory) is so much larger than one sample's memory
+        that float arithmetic cannot tell a microbatch from the next (:data:`MAX_BUDGET_PER_SAMPLE`)."""
+        limit = per_sample_gb * MAX_BUDGET_PER_SAMPLE
+        if max(self.budget_gb, static_gb) <= limit:
+            return
+        beyond = "float arithmetic cannot tell a microbatch from one a sample larger"
+        a = self.activation_gb_per_sample
+        if static_gb > self.budget_gb:
+            raise too_large("static_gb", self.static_gb, limit, f"activation_gb_per_sample={a!r}", beyond)
+        raise too_large(
+            "device_gb",
+            self.device_gb,
+            limit / (1.0 - self.reserve_fraction),
+            f"activation_gb_per_sample={a!r}, reserve_fraction={self.reserve_fraction!r}",
+            beyond,
+        )
+
     def _within_budget(self, total_gb: float) -> bool:
         return total_gb <= self.budget_gb + _TOLERANCE_GB
 
@@ -264,6 +299,7 @@ class MemoryLedger:
                 given,
                 f"the largest microbatch that fits passes {MAX_MICROBATCH:.0e} samples",
             )
+        self._check_resolution(min(s for _, s in branches), max(c for c, _ in branches))
         m = math.floor((free_gb + _TOLERANCE_GB) / per_sample_gb)
         # the division can land a hair either side of an exact edge: settle it with the fit test itself
         while self._within_budget(self._peak(m + 1, mode, k)):

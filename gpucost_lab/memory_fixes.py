@@ -10,8 +10,14 @@ baseline step on a device where the global batch had fitted, cheapest first.
 The pricing model, stated:
 
 - The global batch is unchanged, so the optimizer steps to the quality target are unchanged: the cost to target
-  relative to the baseline is the step-time factor. Accumulation and recomputation compute the same update (up to
-  the order of floating-point sums; BatchNorm statistics follow the microbatch), so they keep quality.
+  relative to the baseline is the step-time factor. Accumulation (each microbatch's loss divided by the number of
+  microbatches) and recomputation compute the same update up to the order of floating-point sums, so they keep
+  quality, except where a layer computes statistics over the batch: BatchNorm follows the microbatch
+  (:mod:`gpucost_lab.accumulation` measures both).
+- Selective recomputation's saving and extra compute are the ledger's ``selective_saving_fraction`` and
+  ``selective_extra_compute``, by default Korthikanti et al.'s figures for GPT-3 175B's attention core: a fix that
+  uses it is marked ``assumes_transformer``, to be trusted only for a transformer whose attention holds that share
+  of the activations (measured, or given to the ledger).
 - A change of precision changes the arithmetic: it is marked ``needs_parity_check``, and priced as if parity held
   (same steps to target) until a parity check (:mod:`gpucost_lab.quality`) confirms it. Its speed is
   ``mixed_precision_step_time_factor`` (default 1.0: no speed-up is credited until one is measured).
@@ -60,6 +66,7 @@ class Fix:
     fits_window: bool
     window_margin_hours: float  # window - run hours; negative when late
     needs_parity_check: bool  # changes the arithmetic (precision): confirm quality parity before trusting it
+    assumes_transformer: bool  # selective recomputation: its figures are a transformer's attention core's
     redundant: bool  # another listed fix makes a subset of these changes (and fits): this one adds cost, not room
 
     def to_dict(self) -> dict:
@@ -111,7 +118,15 @@ class FixPlan:
         lines = [head, f"{len(self.fixes)} fixes that fit, cheapest first:"]
         width = max(len(f.name) for f in self.fixes)
         for i, f in enumerate(self.fixes, 1):
-            notes = [n for n, on in (("needs a parity check", f.needs_parity_check), ("redundant", f.redundant)) if on]
+            notes = [
+                n
+                for n, on in (
+                    ("needs a parity check", f.needs_parity_check),
+                    ("assumes a transformer", f.assumes_transformer),
+                    ("redundant", f.redundant),
+                )
+                if on
+            ]
             lines.append(
                 f"{i:>2}. {f.name:<{width}}  peak {f.peak_gb:6.2f} GB  step x{f.step_time_factor:.3f}  "
                 f"cost x{f.relative_cost:.3f}  {f.run_hours:5.2f} h "
@@ -175,9 +190,21 @@ def plan_fixes(
     if step_time_s is not None:
         step_s = positive("step_time_s", step_time_s)
         rate = b / step_s
+        if not math.isfinite(rate):  # a subnormal step time: samples/s overflows
+            raise InputError(
+                "step_time_s",
+                f"step_time_s must be >= {b / FLOAT_MAX:.6g} with global_batch={b}: below it the samples per second "
+                f"overflow, got {step_time_s!r}",
+            )
     else:
         rate = positive("samples_per_s", samples_per_s)
         step_s = b / rate
+        if not math.isfinite(step_s):
+            raise InputError(
+                "samples_per_s",
+                f"samples_per_s must be >= {b / FLOAT_MAX:.6g} with global_batch={b}: below it the step time "
+                f"overflows, got {samples_per_s!r}",
+            )
     positive("price_per_hour_usd", price_per_hour_usd)
     positive("samples_per_night", samples_per_night)
     positive("mixed_precision_step_time_factor", mixed_precision_step_time_factor)
@@ -210,6 +237,7 @@ def plan_fixes(
                     w.fits,
                     w.margin_hours,
                     precision != base,
+                    recompute == "selective",
                     False,
                 )
             )

@@ -19,7 +19,11 @@ two fp32 moments) = 16 bytes per parameter, the same as fp32: as the Playbook no
 bytes between components rather than saving them (and costs 4 more per parameter where gradients are accumulated
 in fp32, a variant this ledger does not model). What mixed precision saves is activation memory: activations are
 kept in 16 bits, 2 bytes per element against fp32's 4 (the Playbook's and Korthikanti et al.'s count), so
-:func:`activation_scale` halves the activations per sample. fp16-mixed needs the same memory as bf16-mixed plus a
+:func:`activation_scale` halves the activations per sample. That is an upper bound on the saving, a stated
+assumption: under autocast the outputs of ops on PyTorch's float32 list (softmax, layer_norm, the losses) stay
+4 bytes, and autocast caches a 16-bit copy of each weight it casts (PyTorch documentation, "Automatic Mixed
+Precision package - torch.amp", the autocast op reference and ``cache_enabled``); measure a real model
+(chapter 04, section 3, and ``tests/test_autocast_bytes.py``). fp16-mixed needs the same memory as bf16-mixed plus a
 loss scale (one number); either changes the arithmetic, so a run switched to it needs a quality-parity check.
 
 Activation recomputation (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer

@@ -4,8 +4,11 @@ the lab "Profile a Training Loop").
 A training loop spends its wall time in a few phases, :data:`PHASES`: "data" (waiting for the next batch),
 "forward_backward" (the step itself), "eval", "checkpoint" and "logging". :class:`PhaseTimer` wraps each in ``with
 timer.phase(name):`` and synchronizes the device before *both* clock reads, so queued GPU work is charged to the
-phase that launched it, not to whichever phase happens to wait for it. Phases partition time: they cannot nest,
-and wall time outside every phase shows up as an "unaccounted" row instead of vanishing.
+phase that launched it, not to whichever phase happens to wait for it. Those synchronizations are sync points:
+the host waits for the device at every boundary, so the timer removes the host/device overlap of the loop it
+times (:mod:`gpucost_lab.phase_timing` measures the cost and the alternative: events and one synchronize). Phases
+partition time: they cannot nest, and wall time outside every phase shows up as an "unaccounted" row instead of
+vanishing.
 
 The balance (:func:`balance_table`, the one table every balance in the course is built by) answers "where does
 the money go?" (seconds x the price per accelerator-hour, a stated assumption);

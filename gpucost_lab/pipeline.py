@@ -38,6 +38,14 @@ from torch.utils.data import DataLoader, Dataset
 from . import cost
 from ._validate import InputError, integer_at_least, positive
 from .device import resolve_device, synchronizer
+from .pipeline_bounds import (  # noqa: F401  (re-exported: the bounds of a run live beside their reasons)
+    MAX_BATCH_SIZE,
+    MAX_BATCHES,
+    MAX_DECODE_PASSES,
+    MAX_PREFETCH_FACTOR,
+    MAX_REPEATS,
+    check_run,
+)
 from .stats import Estimate
 from .timing import Clock
 
@@ -64,7 +72,7 @@ class SyntheticImages(Dataset):
     def __init__(self, samples: int, *, seed: int = DEFAULT_SAMPLES_SEED, decode_passes: int = DECODE_PASSES):
         self.samples = integer_at_least("samples", samples, 1)
         self.seed = integer_at_least("seed", seed, 0)
-        self.decode_passes = integer_at_least("decode_passes", decode_passes, 0)
+        self.decode_passes = integer_at_least("decode_passes", decode_passes, 0, MAX_DECODE_PASSES)
 
     def __len__(self) -> int:
         return self.samples
@@ -110,13 +118,13 @@ class LoaderConfig:
     non_blocking: bool = False
 
     def __post_init__(self) -> None:
-        integer_at_least("batch_size", self.batch_size, 1)
+        integer_at_least("batch_size", self.batch_size, 1, MAX_BATCH_SIZE)
         integer_at_least("num_workers", self.num_workers, 0, MAX_WORKERS)
         for name in ("pin_memory", "persistent_workers", "non_blocking"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(name, f"{name} must be True or False, got {getattr(self, name)!r}")
         if self.prefetch_factor is not None:
-            integer_at_least("prefetch_factor", self.prefetch_factor, 1)
+            integer_at_least("prefetch_factor", self.prefetch_factor, 1, MAX_PREFETCH_FACTOR)
         if self.num_workers == 0 and (self.prefetch_factor is not None or self.persistent_workers):
             field = "prefetch_factor" if self.prefetch_factor is not None else "persistent_workers"
             raise InputError(
@@ -295,8 +303,8 @@ class PipelineMeasurement:
 
 
 def _validate_run(batches: int, repeats: int) -> None:
-    integer_at_least("batches", batches, 1)
-    integer_at_least("repeats", repeats, 2)
+    integer_at_least("batches", batches, 1, MAX_BATCHES)
+    integer_at_least("repeats", repeats, 2, MAX_REPEATS)
 
 
 def measure_pipeline(
@@ -336,6 +344,13 @@ def measure_settings(
     counts = [integer_at_least("workers", n, 0, MAX_WORKERS) for n in workers]
     if not counts:
         raise InputError("workers", "workers must name at least one number of workers, got none")
+    check_run(
+        len(counts),
+        base.batch_size,
+        kwargs.get("batches", DEFAULT_BATCHES),
+        kwargs.get("repeats", DEFAULT_REPEATS),
+        kwargs.get("decode_passes", DECODE_PASSES),
+    )
     return [measure_pipeline(base.with_workers(n), **kwargs) for n in counts]
 
 

@@ -133,7 +133,7 @@ class ChangeResult:
         if self.comparison is None:
             return None
         c = self.comparison
-        return RatioVerdict(c.interval, "cost per sample", "cheaper", "more expensive", c.max_width_factor)
+        return RatioVerdict(c.interval, "cost per sample", "cheaper", "more expensive", c.margin, len(c.looks))
 
     @property
     def verdict(self) -> str:
@@ -208,7 +208,7 @@ def compare_configs(
     knobs = dict(batches=batches, device=device, seed=seed, decode_passes=decode_passes)
     contract = epoch_contract(baseline, batches=batches, rounds=rounds, device=device, seed=seed)
     steps = epoch_step(baseline, **knobs), epoch_step(candidate, **knobs)
-    comparison = compare_steps(*steps, contract, order_seed=order_seed, clock=clock)
+    comparison = compare_steps(*steps, contract, rounds=rounds, order_seed=order_seed, clock=clock)
     del steps  # the loaders and their workers go with them
     return ChangeResult(change, baseline, candidate, comparison, price_per_hour_usd, device)
 

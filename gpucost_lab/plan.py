@@ -77,6 +77,9 @@ SEEDS = (0, 1, 2, 3, 4)
 # 150 steps: every baseline seed reaches the 0.85 target by step 113; the 8-wide model by none.
 PARITY_STEPS = 150
 ROUNDS = 10  # ABBA/BAAB rounds of the interleaved timing (compare.compare_steps)
+# Rounds of the interleaved timing: each times four blocks of the two steps (about 0.1 s on the course's CPU), so
+# 1,000 rounds add a couple of minutes to the plan's; more are not a plan anyone waits for (10**9 ran on for days).
+MAX_ROUNDS = 1000
 MEASURED_STEPS = 40  # per block: long enough (several ms) that one scheduler hiccup cannot dominate a block
 
 
@@ -269,6 +272,11 @@ def _dtype(config: Config) -> str:
     return "bfloat16" if config.precision == "bf16-autocast" else "float32"
 
 
+def check_rounds(rounds: int) -> int:
+    """``rounds`` if it is an integer in [2, :data:`MAX_ROUNDS`] (two rounds give an interval)."""
+    return integer_at_least("rounds", rounds, 2, MAX_ROUNDS)
+
+
 def run_plan(
     candidate: str = "batch128-lr-scaled",
     *,
@@ -285,7 +293,7 @@ def run_plan(
     if candidate not in CANDIDATES:
         raise InputError("candidate", f"candidate must be one of {', '.join(map(repr, CANDIDATES))}, got {candidate!r}")
     cost.cost_per_second_usd(price_per_hour_usd)  # validate the price before spending time
-    integer_at_least("rounds", rounds, 2)
+    check_rounds(rounds)
     base = baseline or measure_config(BASELINE_NAME, BASELINE)
     cand = measure_config(candidate, CANDIDATES[candidate])
     changes = CANDIDATES[candidate].changes

@@ -15,12 +15,17 @@ from dataclasses import dataclass
 import torch
 
 from . import cost
+from ._validate import integer_at_least
 from .contract import BenchmarkContract
 from .model_memory import storage_bytes
 from .profiling import operator_table, peak_allocated_bytes, profile_window
 from .roofline import PlausibilityCheck, bounding_peak, check_throughput, count_flops, find_accelerator
 from .stats import Estimate
 from .timing import Measurement, measure
+
+# Timed repeats: each is 20 steps of the worked example, about 0.5 s on the course's 2-core CPU (up to 3 s beside
+# other work), so 100 repeats take about a minute; at least 2 give an interval.
+MAX_REPEATS = 100
 
 
 @dataclass
@@ -101,6 +106,7 @@ def run(
 ) -> ProfileToCost:
     """Freeze the contract, time with synchronization over repeats, profile a window, price the result."""
     cost.cost_per_second_usd(price_per_hour_usd)  # validate before spending time
+    integer_at_least("repeats", repeats, 2, MAX_REPEATS)
     contract = BenchmarkContract.capture(
         model=None,
         inputs=[(batch, features)],

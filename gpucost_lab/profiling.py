@@ -112,19 +112,25 @@ def profile_window(
     return prof
 
 
-def operator_table(prof: profile, top: int | None = 10, on_device: bool = False) -> pd.DataFrame:
+def operator_table(
+    prof: profile, top: int | None = 10, on_device: bool = False, by_input_shape: bool = False
+) -> pd.DataFrame:
     """Operators by self time, widest first: ``name, calls, self_time_s, total_time_s, self_time_share``.
 
-    ``on_device=True`` ranks by time on the accelerator (kernels) instead of CPU time.
+    ``on_device=True`` ranks by time on the accelerator (kernels) instead of CPU time. ``by_input_shape=True``
+    (a profile recorded with ``record_shapes=True``) gives one row per operator and input shapes, as
+    ``key_averages(group_by_input_shape=True)`` groups them, with an ``input_shapes`` column after ``name``.
     """
     rows = []
-    for e in prof.key_averages():
+    for e in prof.key_averages(group_by_input_shape=by_input_shape):
         if e.key.startswith("ProfilerStep"):  # the step markers, not operators
             continue
         self_us = e.self_device_time_total if on_device else e.self_cpu_time_total
         total_us = e.device_time_total if on_device else e.cpu_time_total
-        rows.append((e.key, e.count, self_us / 1e6, total_us / 1e6))
-    table = pd.DataFrame(rows, columns=OPERATOR_COLUMNS[:4])
+        rows.append((e.key, str(e.input_shapes), e.count, self_us / 1e6, total_us / 1e6))
+    table = pd.DataFrame(rows, columns=[OPERATOR_COLUMNS[0], "input_shapes", *OPERATOR_COLUMNS[1:4]])
+    if not by_input_shape:
+        table = table.drop(columns="input_shapes")
     total_self_s = table["self_time_s"].sum()
     table["self_time_share"] = table["self_time_s"] / total_self_s if total_self_s > 0 else 0.0
     table = table.sort_values("self_time_s", ascending=False, kind="stable").reset_index(drop=True)

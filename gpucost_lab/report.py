@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._validate import InputError, output_file, positive
-from .atomic import atomic_write_text
+from .atomic import Pending, atomic_write_text, prepare
 from .contract import BenchmarkContract
 from .formatting import format_estimate, format_estimates, format_memory, format_number, format_ratio, format_steps
 from .release import Decision
@@ -279,6 +279,14 @@ def write_report(data: ReportData, path: str | os.PathLike) -> Path:
     return atomic_write_text(path, text)
 
 
+def write_report_pending(data: ReportData, path: str | os.PathLike) -> Pending:
+    """:func:`write_report` up to the rename: the report in its temporary file, put in place by ``.commit()``
+    (:class:`~gpucost_lab.atomic.Pending`), for a report written together with another file."""
+    path = report_path(path)
+    text = render_markdown(data) if path.suffix.lower() == ".md" else render_html(data)
+    return prepare(path, lambda f: f.write(text), "x", encoding="utf-8", newline="\n")
+
+
 __all__ = [
     "REPORT_SUFFIXES",
     "ReportData",
@@ -290,5 +298,6 @@ __all__ = [
     "render_html",
     "render_markdown",
     "report_path",
+    "write_report_pending",
     "write_report",
 ]

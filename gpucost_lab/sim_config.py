@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._validate import InputError, integer_at_least, non_negative
+from ._validate import InputError, integer_at_least, non_negative, too_large
 from .roofline import bytes_per_element, lookup
 
 # Copies. PCIe 4.0 x16 moves 31.5 GB/s per direction in theory; CUDA's bandwidthTest reaches about 25 GB/s
@@ -40,6 +40,16 @@ LAUNCH_QUEUE_DEPTH = 1024  # pending GPU operations the driver queues; the next 
 CPU_JITTER = 0.05  # CPU durations are scaled by uniform(1 - 0.05, 1 + 0.05)
 PREFETCH_FACTOR = 2  # torch DataLoader default: batches queued per worker
 
+# Bounds of a run, so that writing its trace stays within about half a minute and 1.7 GB on the course's 2-core CPU:
+# the simulator holds every event (about 700 bytes each) until it writes them, about 90,000 a second (1M events:
+# 11 s and 780 MB peak RSS; 2M: 23 s and 1.7 GB, beside other work, benchmarks/bad_input_limits.py). The default
+# model makes 292 events a step, so 2M events are about 6,800 steps; eval batches and checkpoints add theirs
+# (trace_events counts them before the run).
+MAX_TRACE_EVENTS = 2_000_000
+# CPU time to decode one sample: real loaders take 0.1-10 ms an image; a second a sample is far beyond, and keeps
+# every duration a finite float (1e308 us overflowed the simulated clock).
+MAX_DECODE_US_PER_SAMPLE = 1e6
+
 
 @dataclass(frozen=True)
 class SimConfig:
@@ -49,7 +59,7 @@ class SimConfig:
     steps: int = 12  # training steps traced, one ProfilerStep#N each
     batch_size: int = 64  # samples per step
     num_workers: int = 4  # data-loader worker processes; 0 = the main thread decodes
-    pin_memory: bool = True  # batches in pinned memory: asynchronous, full-bandwidth copies
+    pin_memory: bool = True  # pinned batches copied non_blocking: the host does not wait; the copy queues on stream 7
     item_sync: bool = False  # loss.item() after every step: the host waits for the GPU
     eval_every: int = 0  # an eval phase after every k-th step; 0 = never
     eval_batches: int = 4  # forward-only batches per eval phase
@@ -86,10 +96,19 @@ class SimConfig:
         for name in ("pin_memory", "item_sync", "mixed_precision"):
             if not isinstance(getattr(self, name), bool):
                 raise InputError(name, f"{name} must be True or False, got {getattr(self, name)!r}")
-        object.__setattr__(
-            self, "decode_us_per_sample", non_negative("decode_us_per_sample", self.decode_us_per_sample)
-        )
-        accelerator = lookup(self.gpu)  # unknown names raise the catalog's own error
+        decode_us = non_negative("decode_us_per_sample", self.decode_us_per_sample)
+        if decode_us > MAX_DECODE_US_PER_SAMPLE:
+            raise InputError(
+                "decode_us_per_sample",
+                f"decode_us_per_sample must be in [0, {MAX_DECODE_US_PER_SAMPLE:g}] (microseconds to decode one "
+                f"sample: real loaders take 100-10,000), got {self.decode_us_per_sample!r}",
+            )
+        object.__setattr__(self, "decode_us_per_sample", decode_us)
+        try:
+            accelerator = lookup(self.gpu)
+        except InputError as err:  # the catalog names its own field; this one is gpu
+            raise InputError("gpu", "gpu" + str(err)[len(err.field) :]) from None
+        _check_events(self)
         params = self.layers * (self.hidden**2 + self.hidden)
         peak_bytes = params * STATE_BYTES_PER_PARAM + self.batch_size * (
             self.sample_bytes + (2 * self.layers + 1) * self.hidden * self._element_bytes
@@ -109,6 +128,60 @@ class SimConfig:
         return bytes_per_element(self._dtype)
 
 
+def trace_events(c: SimConfig) -> int:
+    """How many events the trace of ``c`` holds, counted from the model's structure before it runs (exact, or a few
+    too many when eval and checkpoint fall on the same steps): per step, with L layers, (6 L + 1) kernel launches of
+    5 events (the op, the launch call, the kernel and its two flow events), the batch's copy, the allocator's
+    ``[memory]`` events and the annotations (34 L + 20 in all); a loss read 7; an eval batch 14 L + 5; a checkpoint
+    6 L copies of 5 and its write (30 L + 2); 3 lane names per thread and stream."""
+    evals = c.steps // c.eval_every if c.eval_every else 0
+    saves = c.steps // c.checkpoint_every if c.checkpoint_every else 0
+    reads = c.steps if c.item_sync else evals + saves
+    layers = c.layers
+    return (
+        c.steps * (34 * layers + 20)
+        + 7 * reads
+        + evals * (c.eval_batches * (14 * layers + 5) + 8)
+        + saves * (30 * layers + 2)
+        + 3 * (2 + c.num_workers)
+    )
+
+
+def _check_events(c: SimConfig) -> None:
+    """InputError naming the knob to lower when the trace of ``c`` would pass :data:`MAX_TRACE_EVENTS`: the eval
+    batches when evals make most of the events, else the steps, else the layers, with the largest value allowed."""
+    total = trace_events(c)
+    if total <= MAX_TRACE_EVENTS:
+        return
+    evals = c.steps // c.eval_every if c.eval_every else 0
+    beyond = f"the trace passes {MAX_TRACE_EVENTS:,} events (about half a minute and 1.7 GB to write)"
+    knobs = ("steps", "layers", "eval_every", "eval_batches", "checkpoint_every", "item_sync", "num_workers")
+
+    def largest(name: str) -> int:  # the largest value of knob `name` within the budget, the others as given
+        low, high = 0, getattr(c, name)
+        while low < high:
+            mid = (low + high + 1) // 2
+            fits = trace_events(_unchecked(c, name, mid)) <= MAX_TRACE_EVENTS
+            low, high = (mid, high) if fits else (low, mid - 1)
+        return low
+
+    names = ("eval_batches", "steps", "layers") if evals * c.eval_batches * (14 * c.layers + 5) * 2 > total else ()
+    for name in (*names, "steps", "layers", "eval_batches"):
+        limit = largest(name)
+        if limit >= 1:
+            given = ", ".join(f"{k}={getattr(c, k)!r}" for k in knobs if k != name)
+            raise too_large(name, getattr(c, name), limit, given, beyond)
+
+
+def _unchecked(c: SimConfig, name: str, value: int) -> SimConfig:
+    """``c`` with ``name`` set to ``value``, not checked (for counting events only)."""
+    copy = object.__new__(SimConfig)
+    for field in SimConfig.__dataclass_fields__:
+        object.__setattr__(copy, field, getattr(c, field))
+    object.__setattr__(copy, name, value)
+    return copy
+
+
 SCENARIOS: dict[str, SimConfig] = {
     "healthy": SimConfig(),
     "dataloader_stall": SimConfig(num_workers=0),
@@ -123,6 +196,8 @@ SCENARIOS: dict[str, SimConfig] = {
 __all__ = [
     "ADAM_BYTES_PER_PARAM",
     "CHECKPOINT_STATES",
+    "MAX_DECODE_US_PER_SAMPLE",
+    "MAX_TRACE_EVENTS",
     "COPY_LATENCY_US",
     "CPU_JITTER",
     "DISK_WRITE_BYTES_PER_S",
@@ -140,4 +215,5 @@ __all__ = [
     "STATE_BYTES_PER_PARAM",
     "SYNC_CALL_US",
     "SimConfig",
+    "trace_events",
 ]

@@ -13,7 +13,12 @@ What it models:
   out round-robin as torch's DataLoader does; with ``num_workers=0`` the main thread decodes each batch itself;
 - one CUDA stream (7) running kernels and copies in launch order, none before its launch call ends; kernel time
   = max(FLOPs / peak, bytes / bandwidth) / ROOFLINE_EFFICIENCY + KERNEL_LATENCY_US, from the catalog's figures;
-- pageable copies are staged and block the host for the whole copy at a lower bandwidth; pinned ones do not;
+- the batch's copy issued on that same stream, as ``x.to("cuda", non_blocking=...)`` issues it on the current
+  stream: from pinned memory (``non_blocking=True``) the host call returns at once and the copy starts when the
+  kernels queued before it have ended, so it never overlaps a kernel; from pageable memory the call holds the host
+  until the copy has ended, at a lower bandwidth (CUDA Runtime API, "API synchronization behavior": the stream is
+  synchronized first and the data staged through a pinned buffer). Overlapping a copy with kernels needs a second
+  stream, which the simulator leaves out (below);
 - the driver's launch queue: at most LAUNCH_QUEUE_DEPTH pending GPU operations, then the launch call blocks;
 - a loss read (``loss.item()``: a sync) every step with ``item_sync``, otherwise only before eval and checkpoint,
   as a loop that logs its loss there does, so no queued training work leaks into those phases' annotations;
@@ -39,7 +44,7 @@ import os
 from pathlib import Path
 
 from ._validate import InputError, output_file
-from .atomic import atomic_write_bytes
+from .atomic import atomic_write_stream
 from .sim_config import (
     ADAM_BYTES_PER_PARAM,
     CHECKPOINT_STATES,
@@ -92,14 +97,37 @@ def phase_totals_us(config: SimConfig = _HEALTHY) -> dict[str, float]:
     return {**{name: ns / NS_PER_US for name, ns in run.phase_ns.items()}, "wall": run.end / NS_PER_US}
 
 
+_CHUNK_EVENTS = 10_000  # events encoded at a time: the JSON is never held whole (about 270 bytes an event)
+
+
+def _json_pieces(trace: dict):
+    """The compact JSON of ``trace`` (as ``json.dumps(trace, separators=(",", ":"))`` writes it), in pieces of
+    :data:`_CHUNK_EVENTS` events; each event is dropped from ``trace`` once encoded."""
+    events = trace["traceEvents"]
+    head = json.dumps({**trace, "traceEvents": []}, separators=(",", ":"))
+    at = head.index('"traceEvents":[]') + len('"traceEvents":[')
+    yield head[:at].encode()
+    for i in range(0, len(events), _CHUNK_EVENTS):
+        piece = json.dumps(events[i : i + _CHUNK_EVENTS], separators=(",", ":"))[1:-1]
+        events[i : i + _CHUNK_EVENTS] = [None] * len(events[i : i + _CHUNK_EVENTS])  # freed as they are written
+        yield (b"," if i else b"") + piece.encode()
+    yield head[at:].encode()
+
+
+def _write_json(trace: dict, f, compress: bool) -> None:
+    if not compress:
+        for piece in _json_pieces(trace):
+            f.write(piece)
+        return
+    with gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0) as z:  # same header on every Python
+        for piece in _json_pieces(trace):
+            z.write(piece)
+
+
 def trace_bytes(config: SimConfig = _HEALTHY, compress: bool = False) -> bytes:
     """The trace file's exact bytes: compact JSON, gzipped with mtime 0 and no file name when ``compress``."""
-    data = json.dumps(simulate(config), separators=(",", ":")).encode()
-    if not compress:
-        return data
     buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as f:  # same header on every Python
-        f.write(data)
+    _write_json(simulate(config), buffer, compress)
     return buffer.getvalue()
 
 
@@ -114,7 +142,8 @@ def write_trace(config: SimConfig, path: str | os.PathLike) -> Path:
     """Write the trace to ``path`` (``.json`` or ``.json.gz``) atomically (:mod:`gpucost_lab.atomic`).
     Returns the path."""
     path = trace_path(path)
-    return atomic_write_bytes(path, trace_bytes(config, compress=path.name.endswith(".gz")))
+    trace = simulate(config)
+    return atomic_write_stream(path, lambda f: _write_json(trace, f, path.name.endswith(".gz")))
 
 
 __all__ = [

@@ -22,14 +22,24 @@ from typing import NamedTuple
 
 from ._validate import InputError
 
+#: The confidence of every interval the course prints (a sequential comparison's is simultaneous over its looks).
+CONFIDENCE = 0.95
+
+
+def t_quantile(df: float, confidence: float = CONFIDENCE) -> float:
+    """Two-sided Student-t quantile t((1 + confidence) / 2, df); the normal one for infinite df."""
+    if not 0 < confidence < 1:
+        raise InputError("confidence", f"confidence must be in (0, 1), got {confidence!r}")
+    from scipy import stats  # here, not at import: scipy.stats takes half a second to import
+
+    return float(stats.norm.ppf((1 + confidence) / 2) if math.isinf(df) else stats.t.ppf((1 + confidence) / 2, df))
+
 
 def t_quantile_95(df: float) -> float:
     """Two-sided 95% Student-t quantile t(0.975, df); the normal 1.96 for infinite df."""
     if math.isinf(df):
         return 1.959963984540054
-    from scipy import stats  # here, not at import: scipy.stats takes half a second to import
-
-    return float(stats.t.ppf(0.975, df))
+    return t_quantile(df, 0.95)
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,10 @@ class Estimate:
         """geomean x exp(-+ t(0.975, n - 1) x log_se)."""
         return combine((self, 1))
 
+    def interval_at(self, confidence: float) -> Interval:
+        """The interval at another confidence (a sequential comparison's look, :func:`look_confidence`)."""
+        return combine((self, 1), confidence=confidence)
+
     @property
     def width_factor(self) -> float:
         """ci95_high / ci95_low: 1.10 means the interval spans 10%."""
@@ -128,7 +142,7 @@ class Interval(NamedTuple):
         return {"value": self.value, "ci95_low": self.ci95_low, "ci95_high": self.ci95_high}
 
 
-def combine(*factors: tuple[Estimate | float, int]) -> Interval:
+def combine(*factors: tuple[Estimate | float, int], confidence: float = CONFIDENCE) -> Interval:
     """The product of independent factors, each raised to the power +1 or -1, with its 95% interval.
 
     ``combine((cost_per_step, 1), (steps, 1))`` is a cost to target; ``combine((a, 1), (b, -1))`` is
@@ -153,7 +167,8 @@ def combine(*factors: tuple[Estimate | float, int]) -> Interval:
     ratio = math.exp(log_centre)
     if variance == 0:
         return Interval(ratio, ratio, ratio)
-    half = t_quantile_95(variance**2 / df_denominator) * math.sqrt(variance)
+    df = variance**2 / df_denominator
+    half = (t_quantile_95(df) if confidence == 0.95 else t_quantile(df, confidence)) * math.sqrt(variance)
     return Interval(ratio, ratio * math.exp(-half), ratio * math.exp(half))
 
 
@@ -165,61 +180,107 @@ def ratio_interval(candidate: Estimate, baseline: Estimate) -> Interval:
     return combine((candidate, 1), (baseline, -1))
 
 
-# An interval whose high end is more than twice its low end is too wide to act on. Why 2: such an interval says
-# the noise was as large as the effects the course prices (10-50% changes in cost), and a Student-t interval
-# from ten rounds of noise that large no longer deserves trust, since timing noise on a busy machine is
-# heavy-tailed, not normal. Measured here (benchmarks/RESULTS.md): the course's comparisons span a factor
-# 1.02-1.15 on a quiet machine and 1.2-1.6 with two busy programs beside them; the loaded run that once
-# promoted a candidate at 0.035x the baseline's cost spanned a factor 259.
-MAX_WIDTH_FACTOR = 2.0
+#: A change within 5% either way is "the same": the course acts on changes of 10-50% in cost, and a rerun of the same
+#: comparison on another day moves by a few percent (quiet-machine intervals in benchmarks/RESULTS.md span 2-15%).
+EQUIVALENCE_MARGIN = 0.05
+VERDICT_WORDS = ("same", "inconclusive")  # beside each pair of directions ("faster"/"slower", ...)
+
+
+def decide(interval: Interval, lower: str, higher: str, margin: float = EQUIVALENCE_MARGIN) -> str:
+    """The course's one decision rule, from where the interval of a ratio lies, never from how wide it is.
+
+    ``lower`` when all of it is below 1, ``higher`` when all of it is above 1, "same" when all of it lies within
+    ``margin`` of 1 (between 1 / (1 + margin) and 1 + margin, a margin symmetric on the log scale), "inconclusive"
+    otherwise. An interval far from 1 decides the direction however wide it is: its width is the precision of the
+    size, reported beside the verdict.
+    """
+    _, low, high = interval
+    if high < 1.0:
+        return lower
+    if low > 1.0:
+        return higher
+    if 1.0 / (1.0 + margin) <= low and high <= 1.0 + margin:
+        return "same"
+    return "inconclusive"
+
+
+def ratio_texts(*ratios: float) -> list[str]:
+    """Ratios as the course prints them, with one number of decimals: 3, or enough for the smallest to show 2
+    significant digits (0.016x, 95% interval 0.011-0.024; 0.0016x, 0.0011-0.0024)."""
+    smallest = min((r for r in ratios if r > 0), default=1.0)
+    decimals = min(8, max(3, 1 - math.floor(math.log10(smallest))))
+    return [f"{r:.{decimals}f}" for r in ratios]
 
 
 @dataclass(frozen=True)
 class RatioVerdict:
-    """A candidate / baseline ratio with its 95% interval, and what it allows one to say.
-
-    ``lower`` and ``higher`` name the two conclusions ("faster"/"slower" for step time, "cheaper"/"more
-    expensive" for cost); the verdict is one of them only when the interval excludes 1 and spans at most
-    ``max_width_factor``, else "inconclusive".
-    """
+    """A candidate / baseline ratio with its interval, and what the decision rule (:func:`decide`) allows one to
+    say: ``lower`` and ``higher`` name the two directions ("faster"/"slower" for step time, "cheaper"/"more
+    expensive" for cost), beside "same" and "inconclusive". ``confidence`` is the interval's (0.95; lower per look
+    in a sequential comparison, whose interval is then simultaneous over its ``looks``)."""
 
     interval: Interval
     subject: str = "cost to target"  # what the ratio measures, e.g. "step time"
     lower: str = "cheaper"  # the verdict when the whole interval is below 1
     higher: str = "more expensive"  # the verdict when the whole interval is above 1
-    max_width_factor: float = MAX_WIDTH_FACTOR
+    margin: float = EQUIVALENCE_MARGIN
+    looks: int = 1  # how often the data were looked at (a sequential comparison), for the reason's wording
 
     @property
     def ratio(self) -> float:
         return self.interval.value
 
-    def _judge(self) -> tuple[str, str]:
-        r, low, high = self.interval
-        said = f"{self.subject} {r:.3f}x (95% CI {low:.3f} to {high:.3f})"
-        if low <= 1.0 <= high:
-            return "inconclusive", f"{said}: the interval contains 1, no difference can be claimed"
-        if self.interval.width_factor > self.max_width_factor:
-            return "inconclusive", (
-                f"{said}: the interval spans a factor {self.interval.width_factor:.2f}, wider "
-                f"than the {self.max_width_factor:g} allowed; measure more rounds or quiet the "
-                "machine"
-            )
-        word = self.lower if high < 1.0 else self.higher
-        return word, f"{said}: {word} with 95% confidence"
-
     @property
     def verdict(self) -> str:
-        return self._judge()[0]
+        return decide(self.interval, self.lower, self.higher, self.margin)
 
     @property
     def reason(self) -> str:
-        """The verdict in a sentence, with the ratio and its interval."""
-        return self._judge()[1]
+        """The verdict in a sentence: the ratio, its interval (the precision of the size) and why."""
+        r, low, high = self.interval
+        kind = "95% interval" if self.looks <= 1 else f"95% interval, simultaneous over {self.looks} looks"
+        r_text, low_text, high_text = ratio_texts(r, low, high)
+        said = f"{self.subject} {r_text}x ({kind} {low_text}-{high_text})"
+        word, band = self.verdict, f"{1 / (1 + self.margin):.3f}-{1 + self.margin:.3f}"
+        if word == "same":
+            return f"{said}: the same within +-{self.margin:.0%} (the whole interval lies in {band})"
+        if word == "inconclusive":
+            return (
+                f"{said}: inconclusive, the interval holds 1 and reaches past the +-{self.margin:.0%} margin ({band})"
+            )
+        return f"{said}: {word}, the whole interval lies {'below' if word == self.lower else 'above'} 1"
 
     def to_dict(self) -> dict:
         return {
             **self.interval.to_dict(),
             "verdict": self.verdict,
             "reason": self.reason,
-            "max_width_factor": self.max_width_factor,
+            "equivalence_margin": self.margin,
         }
+
+
+def look_confidence(look: int, confidence: float = CONFIDENCE) -> float:
+    """The confidence of the interval at the ``look``-th look (1-based) of a sequential comparison.
+
+    Alpha spending with a union-bound boundary: look k spends alpha_k = alpha x 6 / (pi^2 k^2), so the alphas of
+    any number of looks add up to at most alpha (the sum of 1/k^2 is pi^2 / 6). By the union (Bonferroni) bound the
+    probability that any look's interval misses the true ratio is then at most alpha = 1 - confidence, whatever the
+    correlation between looks: an A/A comparison is called faster or slower at most 5% of the time however many
+    looks it takes. It is conservative (Lan and DeMets' spending functions, Biometrika 70(3), 1983, use the looks'
+    correlation to spend less; this rule needs none of their distribution theory).
+    """
+    if not (isinstance(look, int) and look >= 1):
+        raise InputError("look", f"look must be a whole number >= 1, got {look!r}")
+    return 1.0 - (1.0 - confidence) * 6.0 / (math.pi**2 * look**2)
+
+
+def rounds_to_decide(log_sd: float, log_ratio: float, margin: float = EQUIVALENCE_MARGIN) -> int | None:
+    """About how many paired samples a 95% interval needs to be decided at this spread (``log_sd``, the sample
+    standard deviation of the log ratios; for two independent sides of n samples each, sqrt(sd_a^2 + sd_b^2)) and
+    this observed ratio: enough to exclude 1 (half-width below
+    |log ratio|) or to fit within the margin (half-width below log(1 + margin) - |log ratio|), whichever is fewer.
+    None where the spread is 0 (nothing more to learn). A normal approximation: a guide, not a promise."""
+    if not log_sd > 0:
+        return None
+    room = max(abs(log_ratio), math.log1p(margin) - abs(log_ratio))
+    return max(2, math.ceil((1.959963984540054 * log_sd / room) ** 2)) if room > 0 else None

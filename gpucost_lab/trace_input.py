@@ -7,6 +7,13 @@
   events the loader cuts (:mod:`gpucost_lab.timeline.framing`), by :func:`structure` for the rest of the document
   and by :class:`DepthLimitedReader` for a file read whole.
 - **Event count**: at most :data:`MAX_EVENTS` entries in ``traceEvents`` (``load_trace(max_events=...)`` changes it).
+- **Sizes**: at most :data:`MAX_TRACE_BYTES` of JSON (a gzip file's counted as it is decompressed, so a small file
+  cannot unpack into more), no string and no number longer than :data:`MAX_STRING_BYTES`, no run of whitespace between
+  events longer than :data:`MAX_WHITESPACE_BYTES` and no event longer than :data:`MAX_EVENT_BYTES`, each checked as
+  the bytes arrive (:mod:`gpucost_lab.timeline.framing`): beyond the columns of the events it keeps, the loader holds
+  one pending event and a block of about 1 MB with its scan, whatever the input (a 7.6 MiB event took 43 MB more at
+  peak than a trace of small events). The file must be a regular file: a FIFO, a socket or a device is refused before
+  a byte is read.
 - **Event fields**: :func:`event_times` and :func:`event_integers` give an event's numbers, or the reason it is
   skipped (see :data:`SKIP_RULES`); ``load_trace`` counts the skipped events by reason in ``Trace.skipped``.
 """
@@ -24,6 +31,18 @@ MAX_DEPTH = 64
 # million events, a 2.7 GB trace, load in 1.3 GB and about 20 s); a few profiled steps of a large model hold well
 # under a million.
 MAX_EVENTS = 10_000_000
+# The JSON read, decompressed: 10M events of 265-400 bytes (the simulator's and real Kineto events with their args).
+# A larger plain file is refused before it is read, a gzip file when its output passes it (a "bomb" of 1,000:1 stops
+# there, after about 30 s), so no file takes longer to refuse than the largest one allowed takes to load.
+MAX_TRACE_BYTES = 4 * 10**9
+# One string (an event's name, category or an argument; outside the events too) or number: the longest kernel names
+# of real traces (CUTLASS templates) are a few KB, so 2 MiB is hundreds of times that. A run of whitespace between
+# events: pretty-printed traces have a few bytes. One event with its args: a Kineto event takes 200-2,000 bytes
+# (record_shapes of a cat of thousands of tensors some 100 KB). A 150 MB name took 2 GB and failed in numpy; a
+# 256 MB gap of whitespace the same.
+MAX_STRING_BYTES = 2 * 2**20
+MAX_WHITESPACE_BYTES = 2 * 2**20
+MAX_EVENT_BYTES = 8 * 2**20
 
 SKIP_RULES = (
     "ts and dur must be finite numbers >= 0 (a complete 'X' event needs dur), ts + dur finite; "
@@ -138,6 +157,44 @@ def segment_depths(data: bytes) -> tuple[int, int, int, bool]:
     if len(depths) < 2:
         return (int(depths[0]),) * 3 + (in_string,) if len(depths) else (0, 0, 0, in_string)
     return int(depths.max()), int(depths[:-1].min()), int(depths[-1]), in_string
+
+
+def too_large_trace(path, limit: int = MAX_TRACE_BYTES, compressed: bool = False) -> TraceRefused:
+    what = "decompresses to more than" if compressed else "holds more than"
+    return TraceRefused(
+        f"{path}: the trace {what} {limit:,} bytes of JSON; allowed: at most {limit:,} (about 10,000,000 events): "
+        f"profile fewer steps"
+    )
+
+
+# What each length limit measures, and why a real trace stays far below it (for the refusal's line).
+LIMITS = {
+    "a string": "a string (an event's name, category or argument)|the longest kernel names are a few KB",
+    "a number or literal": "a number or literal|a trace's numbers have at most a few dozen digits",
+    "whitespace": "whitespace between trace events|a pretty-printed trace has a few bytes there",
+    "a trace event": "a trace event with the whitespace around it|a Kineto event takes at most a few KB",
+}
+
+
+def too_long(path, what: str, limit: int) -> TraceRefused:
+    """``what`` (a key of :data:`LIMITS`) longer than ``limit`` bytes."""
+    said, why = LIMITS[what].split("|")
+    return TraceRefused(f"{path}: {said} of more than {limit:,} bytes; allowed: at most {limit:,} ({why})")
+
+
+def check_runs(mask: np.ndarray, carry: int, limit: int, path, what: str) -> int:
+    """The length of the run of True at the end of ``mask`` (plus ``carry``, the run's length before ``mask`` when
+    it starts with True); :class:`TraceRefused` (``what`` longer than ``limit``) when a run passes ``limit``."""
+    if not mask.any():
+        return 0
+    edges = np.diff(np.concatenate(([False], mask, [False])).view(np.int8))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    lengths = ends - starts
+    if mask[0]:
+        lengths[0] += carry
+    if lengths.max() > limit:
+        raise too_long(path, what, limit)
+    return int(lengths[-1]) if mask[-1] else 0
 
 
 def too_many_events(path, limit: int) -> TraceRefused:

@@ -13,9 +13,12 @@ synchronized phase timer sees it and scaled so one simulated microsecond becomes
 balance (:meth:`SimulatedTrainingLoop.reference_balance`) is :func:`gpucost_lab.phases.balance_table`, the table
 a :class:`~gpucost_lab.phases.PhaseTimer` gives.
 
-Every call's duration is its base duration times uniform(0.95, 1.05) (the simulator's CPU_JITTER) from a
-``random.Random`` per phase seeded with ``f"{seed}:{phase}"``: the k-th eval of a run lasts the same whatever the
-other phases did, so a loop with a lever applied is compared call for call with the loop without it.
+Every call's duration is its base duration times uniform(0.95, 1.05) (the simulator's CPU_JITTER), the k-th draw
+of a ``random.Random`` per phase seeded with ``f"{seed}:{phase}"`` for the k-th call of that phase **in the current
+pass** of the loop: the k-th eval of a run lasts the same whatever the other phases did, so a loop with a lever
+applied is compared call for call with the loop without it, and a learner who runs the whole loop again (a cell
+re-run, or copied and run) replays the same durations. A pass ends after ``steps`` batches; the next
+``load_batch`` starts a new one, whose history (and utilization) starts again at 0 s. The clock itself runs on.
 """
 
 from __future__ import annotations
@@ -166,8 +169,11 @@ class SimulatedTrainingLoop:
         }
         self._busy_share = {FORWARD_BACKWARD: costs.forward_backward_busy_share, EVAL: costs.eval_busy_share}
         self._rngs = {phase: random.Random(f"{self.seed}:{phase}") for phase in PHASES}
+        self._draws: dict[str, list[float]] = {phase: [] for phase in PHASES}  # the k-th call's factor, drawn once
+        self._calls = dict.fromkeys(PHASES, 0)  # calls of each phase in the current pass
         self._now = 0.0
-        self._history: list[tuple[str, float, float]] = []
+        self._pass_start = 0.0
+        self._history: list[tuple[str, float, float]] = []  # times from the current pass's start
         self._busy: list[tuple[str, float, float]] = []
 
     def __repr__(self) -> str:
@@ -177,13 +183,28 @@ class SimulatedTrainingLoop:
         )
 
     # -- the calls a training loop makes; each advances the clock -----------------------------------------------
+    def _factor(self, phase: str) -> float:
+        """The jitter of this call: the k-th draw of the phase's own sequence for its k-th call in this pass."""
+        if phase == DATA and self._calls[DATA] == self.steps:  # a whole pass is done: this batch starts another
+            self._calls = dict.fromkeys(PHASES, 0)
+            self._pass_start = self._now
+            self._history, self._busy = [], []
+        k = self._calls[phase]
+        self._calls[phase] += 1
+        draws = self._draws[phase]
+        while len(draws) <= k:
+            draws.append(self._rngs[phase].uniform(1 - JITTER, 1 + JITTER))
+        return draws[k]
+
     def _advance(self, phase: str) -> None:
+        factor = self._factor(phase)
         start = self._now
-        self._now = start + self.per_call_s[phase] * self._rngs[phase].uniform(1 - JITTER, 1 + JITTER)
-        self._history.append((phase, start, self._now))
+        self._now = start + self.per_call_s[phase] * factor
+        origin = self._pass_start
+        self._history.append((phase, start - origin, self._now - origin))
         share = self._busy_share.get(phase)
         if share:  # the kernels queue behind the first launches and the call returns when they are done
-            self._busy.append((phase, self._now - share * (self._now - start), self._now))
+            self._busy.append((phase, self._now - origin - share * (self._now - start), self._now - origin))
 
     def load_batch(self) -> None:
         """Wait for the next training batch ("data")."""
@@ -243,15 +264,15 @@ class SimulatedTrainingLoop:
 
     def utilization(self, bin_s: float) -> pd.DataFrame:
         """GPU utilization (share of the bin with a kernel running) in consecutive bins of ``bin_s`` seconds over
-        the run so far (the last bin may be shorter), with the phase that took most of each bin (on a tie, the
+        the current pass so far (the last bin may be shorter), with the phase that took most of each bin (on a tie, the
         first in :data:`PHASES`): ``start_s, end_s, gpu_utilization, phase``."""
         bin_s = positive("bin_s", bin_s)
-        if not self._history or self._now <= 0:
+        total = self._now - self._pass_start  # this pass's
+        if not self._history or total <= 0:
             raise ValueError(
                 "the loop has not run yet: run it (run_instrumented(loop, timer), or your own loop) "
                 "before asking for its utilization",
             )
-        total = self._now
         n = max(1, math.ceil(total / bin_s))
         edges = np.minimum(np.arange(n + 1, dtype=float) * bin_s, total)
         edges = edges[np.concatenate([[True], np.diff(edges) > 0])]  # no empty last bin
@@ -270,6 +291,27 @@ class SimulatedTrainingLoop:
                 "gpu_utilization": np.clip(busy / (hi - lo), 0.0, 1.0),
                 "phase": np.asarray(PHASES)[np.argmax(per_phase, axis=0)],
             }
+        )
+
+    def window_balance(self, start_s: float, end_s: float) -> pd.DataFrame:
+        """The balance a profile of only ``[start_s, end_s]`` of the run so far would report: each call's time
+        inside the window, by phase (:func:`gpucost_lab.phases.balance_table`; ``calls``: calls overlapping it)."""
+        numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start_s, end_s))
+        if not numbers or not 0 <= start_s < end_s <= self._now:  # NaN and infinities fail the comparisons
+            raise InputError(
+                "end_s",
+                f"the window must lie inside the run so far, 0 <= start_s < end_s <= {self._now:g} s, "
+                f"got start_s={start_s!r}, end_s={end_s!r}",
+            )
+        seconds, calls = dict.fromkeys(PHASES, 0.0), dict.fromkeys(PHASES, 0)
+        for phase, start, end in self._history:
+            inside = min(end, end_s) - max(start, start_s)
+            if inside > 0:
+                seconds[phase] += inside
+                calls[phase] += 1
+        seen = [p for p in PHASES if calls[p]]
+        return balance_table(
+            {p: seconds[p] for p in seen}, {p: calls[p] for p in seen}, end_s - start_s, self.price_per_hour_usd
         )
 
     # -- ground truth --------------------------------------------------------------------------------------------

@@ -30,6 +30,8 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch02_q6_answer": "widest_real_gap_s = 10.0",  # the readable table shows 10.034 s
         "ch02_q7_answer": "communication_share = 0.62",  # the breakdown shows 61.6%
         "ch02_q8_answer": 'convolution_math_mode = "tf32"',
+        "ch02_q9_answer": 'function_behind_the_widest_gap = "load_batch"',
+        "ch02_q10_answer": "addmm_input_shapes = 2",  # one row per Linear layer in section 1's table
     },
     "03_price_the_result.ipynb": {
         "ch03_q1_answer": 'baseline_cost_per_sample_usd = cost_per_sample["baseline"].geomean',
@@ -45,7 +47,7 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch04_q5_answer": 'bf16_linear_bound = "memory-bound"',
         "ch04_q6_answer": 'bf16_min_time_us = roofline.loc[1, "min_time_us"]',
         "ch04_q7_answer": "fixes_inside_the_window = 6",  # section 3's table: fixes 1-6 are "in window"
-        "ch04_q8_answer": 'cheapest_fix_without_parity_check = "selective recomputation"',
+        "ch04_q8_answer": 'cheapest_fix_without_parity_check = "accumulation x2 (microbatch 30)"',
         "ch04_q9_answer": "full_recomputation_step_factor = 1.333",
     },
     "05_profile_to_decision.ipynb": {
@@ -55,6 +57,8 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch05_q4_answer": 'largest_overhead_after_fix = "checkpoint"',
         "ch05_q5_answer": 'profile_valid_forever = "false"',
         "ch05_q6_answer": "dollars_saved_per_run = saved_usd",
+        "ch05_q7_answer": 'alarm_window_blames = "checkpoint"',
+        "ch05_q8_answer": 'blamed_phase_share_of_night = after_balance.set_index("phase").loc["checkpoint", "share"]',
     },
     "06_release_the_result.ipynb": {
         "ch06_q1_answer": 'promoted_count = sum(p.decision.action == "promote" for p in plans.values())',
@@ -69,7 +73,7 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch07_q2_answer": "persistent_cost_ratio = results[1].comparison.time_ratio",
         "ch07_q3_answer": "break_even_steps = compile_price.break_even_steps.value",
         "ch07_q4_answer": 'workers_compete_with = "b"',
-        "ch07_q5_answer": 'copy_overlap_settings = "a"',
+        "ch07_q5_answer": 'non_blocking_buys = "a"',
         "ch07_q6_answer": 'workers_change_quality = "false"',
     },
 }
@@ -151,6 +155,13 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "the GPU's busy share of the span": "rank0_busy.busy_us / rank0_busy.span_us",
             },
             digits="decimals=2",
+        ),
+        # counted in section 1's table grouped by input shape: one aten::addmm row per Linear layer
+        Shown(
+            "ch02_q10_answer",
+            None,
+            "2",
+            {"one operator name": "1", "every call in the two recorded steps": "4"},
         ),
     ],
     "04_memory_budget.ipynb": [
@@ -243,6 +254,17 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "the data phase's whole cost": 'before_balance.set_index("phase").loc["data", "cost_usd"]',
             },
             digits="decimals=2",
+        ),
+        Shown(
+            "ch05_q8_answer",
+            r"whole night\n.*?^checkpoint +\S+ +\S+ +(\S+) *$",
+            "{0}",
+            {
+                "the alarm window's share": "1.0",
+                "a percentage": "100 * {0}",
+                "before the fix": 'before_balance.set_index("phase").loc["checkpoint", "share"]',
+            },
+            digits="significant=4",
         ),
     ],
     "03_price_the_result.ipynb": [

@@ -7,6 +7,7 @@ Every expected value here is derived by hand from the fixture written in the tes
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -257,14 +258,18 @@ def test_control_characters_in_names_are_escaped_when_printed(tmp_path, capsys):
                 "--throughput-gain",
                 "0.2",
                 "--steps-change",
-                "0.25",
+                "1e303",
                 "--price-per-hour",
-                "1e308",
+                "1e6",
                 "--baseline-hours",
                 "10",
                 "--json",
             ],
-            f"--price-per-hour must be <= {FLOAT_MAX / (10 * 1.25 / 1.2):.6g} with --baseline-hours=10.0",
+            f"--price-per-hour must be <= {FLOAT_MAX / (10 * ((1 + 1e303) / 1.2)):.6g} with --baseline-hours=10.0",
+        ),
+        (  # a price beyond the stated range, whatever the result: 1e308 USD an hour is a typo
+            ["predict", "--throughput-gain", "0.2", "--steps-change", "0.25", "--price-per-hour", "1e308"],
+            "--price-per-hour must be in [1e-06, 1e+06] USD per hour",
         ),
         (
             ["predict", "--throughput-gain", "0.2", "--steps-change", "0.25", "--baseline-hours", "1e308", "--json"],
@@ -388,3 +393,187 @@ def test_every_kind_of_check_names_its_field(call, field, message):
 def test_an_input_error_keeps_its_field_across_processes():
     back = pickle.loads(pickle.dumps(InputError("scenario.steps", "scenario.steps must be an integer >= 1, got 0")))
     assert (back.field, str(back)) == ("scenario.steps", "scenario.steps must be an integer >= 1, got 0")
+
+
+# ----------------------------------------------------------------------------------------------- issue 33: bounds
+def test_a_ledger_whose_budget_dwarfs_a_sample_is_refused_not_searched_for_ever(capsys):
+    # 1e30 GB of budget and static memory: 0.34 GB is below a float's resolution there (ulp(1e30) is 1.4e14), so
+    # peak(m + 1) == peak(m) for every m the search could step through
+    for command in (["ledger", "--microbatch", "4"], ["fix-oom", "--global-batch", "60"]):
+        code, out, err = run_cli(capsys, *command, "--static-gb", "1e30", "--device-gb", "1e30", "--reserve", "0")
+        limit = 0.34 * 2.0**43  # the activations one more sample adds, times MAX_BUDGET_PER_SAMPLE
+        assert_one_line_error(code, out, err, f"--device-gb must be <= {limit:.6g} with --activation-gb-per-sample")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["fix-oom", "--global-batch", "60", "--step-time-s", "1e-320"],
+            f"--step-time-s must be >= {60 / FLOAT_MAX:.6g}",
+        ),
+        (["simulate", "--gpu", "bogus", "-o", "t.json"], "--gpu must be one of 'A10'"),
+        (["profile-to-cost", "--price-per-hour", "1e-320"], "--price-per-hour must be in [1e-06, 1e+06]"),
+        (["profile-to-cost", "--repeats", "1000000000"], "--repeats must be an integer in [2, 100], got 1000000000"),
+        (["plan", "--rounds", str(10**9)], "--rounds must be an integer in [2, 1000]"),
+        (["ledger", "--microbatch", "4", "--selective-extra-compute", "1e308"], "--selective-extra-compute must be in"),
+        (["export-grades", "--format", "canvas", "--canvas-id", "lab=²"], "--canvas-id must be ASSIGNMENT=ID"),
+        (["pipeline", "--batch-size", str(10**30)], "--batch-size must be an integer in [1, 4096]"),
+        (["pipeline", "--decode-passes", str(10**9)], "--decode-passes must be an integer in [0, 100]"),
+        (["pipeline", "--batches", "1000", "--batch-size", "4096"], "--batches must be <= 2 with --batch-size=4096"),
+        (["analyze", "t.json", "--top", str(10**30)], "--top must be an integer in [1, 1000]"),
+        (["grade-class", ".", "--workers", "1000"], "--workers must be a whole number from 1 to 64"),
+        (["grade", "x.ipynb", "--timeout", "9" * 400], "--timeout must be a whole number of seconds from 1 to 3600"),
+    ],
+)
+def test_every_size_count_and_rate_has_a_stated_range(capsys, argv, message):
+    assert_one_line_error(*run_cli(capsys, *argv), message)
+
+
+def test_the_simulators_event_count_is_known_before_it_runs():
+    # the bound is on trace_events(config), counted from the knobs: it must never count fewer events than the run
+    # writes (else the bound would not hold), and never many more (else it would refuse runs that fit)
+    from gpucost_lab.sim_config import trace_events
+
+    for knobs in (
+        {},
+        {"steps": 7, "layers": 3, "eval_every": 2, "eval_batches": 3},
+        {"steps": 9, "layers": 2, "checkpoint_every": 3, "item_sync": True, "num_workers": 0},
+        {"steps": 6, "layers": 1, "eval_every": 3, "checkpoint_every": 2, "num_workers": 7},
+    ):
+        config = simulate.SimConfig(hidden=64, **{"steps": 4, **knobs})
+        written = len(simulate.simulate(config)["traceEvents"])
+        assert written <= trace_events(config) <= written * 1.02, (knobs, written, trace_events(config))
+
+
+# ----------------------------------------------------------------------------------------------- issue 33: paths
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["simulate", "-o", "{tmp}/t.json/", "--steps", "2"],
+            "--output must name a file, not a folder (it ends in '/')",
+        ),
+        (["plan", "--report", ""], "--report must name a file or folder, got ''"),
+        (["plan", "--registry", ""], "--registry must name a file or folder, got ''"),
+        (["grade-class", ""], "SUBMITTED_DIR must name a file or folder, got ''"),
+        (["simulate", "-o", "{tmp}/" + "n" * 231 + ".json"], "--output must end in a name of at most 230 bytes"),
+        (["plan", "--registry", "{tmp}/r.json", "--report", "{tmp}/" + "n" * 240 + ".md"], "--report must end in"),
+        (["analyze", "{tmp}/" + "n" * 300 + ".json"], "File name too long"),
+        (["export-grades", "{tmp}/" + "n" * 300 + ".db", "--format", "csv"], "GRADEBOOK must end in a name of at most"),
+        (["self-check", "{tmp}/" + "n" * 300 + ".ipynb"], "File name too long"),
+    ],
+)
+def test_outputs_and_inputs_the_file_system_cannot_take_are_refused_before_any_work(tmp_path, capsys, argv, message):
+    argv = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    assert_one_line_error(*run_cli(capsys, *argv), message)
+    assert os.listdir(tmp_path) == []  # nothing written, the registry included
+
+
+def test_a_sqlite_file_that_is_no_gradebook_is_refused_and_left_unchanged(tmp_path, capsys):
+    import sqlite3
+
+    stray = tmp_path / "other.db"
+    with contextlib.closing(sqlite3.connect(stray)) as db:
+        db.execute("CREATE TABLE notes (text)")
+        db.commit()
+    before = stray.read_bytes()
+    code, out, err = run_cli(capsys, "export-grades", str(stray), "--format", "csv")
+    assert_one_line_error(code, out, err, "is a sqlite file but not an nbgrader gradebook (no 'assignment' table)")
+    assert stray.read_bytes() == before  # nbgrader would have added its tables
+    (tmp_path / "noise.db").write_bytes(b"SQLite format 3\x00" + b"\x00" * 4096)
+    assert_one_line_error(*run_cli(capsys, "export-grades", str(tmp_path / "noise.db"), "--format", "csv"), "sqlite")
+
+
+def test_a_grades_csv_with_a_field_over_the_csv_limit_is_one_line(tmp_path, capsys):
+    grades = tmp_path / "grades.csv"
+    grades.write_text(
+        "assignment,student_id,last_name,first_name,email,score,max_score,passed\n" + "x" * 131_073 + "\n"
+    )
+    code, out, err = run_cli(capsys, "export-grades", str(grades), "--format", "csv")
+    assert_one_line_error(
+        code, out, err, "GRADEBOOK is not a CSV `nbgrader export` wrote (field larger than field limit"
+    )
+
+
+def test_an_unexpected_error_is_one_line_naming_where_its_report_is(capsys, monkeypatch):
+    def broken(args):
+        raise TypeError("a bug\nover two lines")
+
+    monkeypatch.setitem(cli._COMMANDS, "predict", broken)
+    code, out, err = run_cli(capsys, "predict", "--throughput-gain", "0.2", "--steps-change", "0.25")
+    assert code == 70 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("gpucost-lab predict: internal error (not your input): TypeError: a bug; the full report")
+    report = Path(err.rsplit(" ", 1)[-1].strip())
+    assert "Traceback" in report.read_text() and "over two lines" in report.read_text()
+    report.unlink()
+
+
+# ----------------------------------------------------------------------------------------------- issue 33: temp files
+def test_a_killed_writes_temporary_files_are_removed_by_the_next_write(tmp_path, capsys):
+    import time
+
+    target = tmp_path / "t.json"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = [tmp_path / f".t.json.{int(dead.stdout)}.0123abcd.tmp", tmp_path / f".t.json.{'ab' * 16}.tmp"]
+    running = tmp_path / f".t.json.{os.getppid()}.89abcdef.tmp"  # its writer still runs: left, and named
+    other = tmp_path / f".other.json.{int(dead.stdout)}.0123abcd.tmp"  # another target's: not this write's business
+    for path in (*stale, running, other):
+        path.write_bytes(b"x" * 1000)
+        os.utime(path, (time.time() - 3600, time.time() - 3600))  # from before this process started
+    code, out, err = run_cli(capsys, "simulate", "-o", str(target), "--steps", "2")
+    assert code == 0
+    assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in (target, running, other))
+    assert err.count("\n") == 1 and "note: 1 temporary file of an earlier write" in err and running.name in err
+
+
+def test_a_registry_staged_with_its_report_is_recorded_only_when_committed(tmp_path):
+    from gpucost_lab.release import Registry
+    from gpucost_lab.release.gate import CHECKS, Decision
+
+    path = tmp_path / "registry.json"
+    registry = Registry(path)
+    decision = Decision("promote", "c", "c", "b", "b", ("ok",) * len(CHECKS), dict.fromkeys(CHECKS, True), None, None)
+    _, pending = registry.prepare_record(decision)
+    assert not path.exists() and len(os.listdir(tmp_path)) == 1  # only the temporary file
+    pending.discard()  # the report could not be written: the decision is not recorded either
+    assert os.listdir(tmp_path) == [] and registry.current() is None
+    _, pending = registry.prepare_record(decision)
+    pending.commit()
+    assert registry.current() == "c" and os.listdir(tmp_path) == ["registry.json"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
+def test_a_fifo_trace_is_refused_without_waiting_for_a_writer(tmp_path, capsys):
+    fifo = tmp_path / "t.json"
+    os.mkfifo(fifo)
+    assert_one_line_error(*run_cli(capsys, "analyze", str(fifo)), "not a regular file (a FIFO")
+
+
+def test_the_plans_registry_and_report_are_one_decision(tmp_path, capsys, monkeypatch):
+    # the plan itself (minutes) is stood in for; what is checked is what the command writes around it
+    from gpucost_lab import plan, report
+    from gpucost_lab.release.gate import CHECKS, Decision
+
+    decision = Decision("promote", "c", "c", "b", "b", ("ok",) * len(CHECKS), dict.fromkeys(CHECKS, True), None, None)
+
+    class Planned:
+        def to_dict(self):
+            return {}
+
+        def report_data(self):
+            return None
+
+    def planned(candidate, *, price_per_hour_usd, rounds, registry):
+        registry.record(decision)
+        return Planned()
+
+    def full_disk(data, path):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(plan, "run_plan", planned)
+    monkeypatch.setattr(report, "write_report_pending", full_disk)
+    registry, out = tmp_path / "registry.json", tmp_path / "report.md"
+    code, stdout, err = run_cli(capsys, "plan", "--registry", str(registry), "--report", str(out))
+    assert_one_line_error(code, stdout, err, f"--report '{out}' could not be written (No space left on device)")
+    assert os.listdir(tmp_path) == []  # the decision was not recorded without its report, and no temporary file

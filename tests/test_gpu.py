@@ -40,3 +40,39 @@ def test_profile_to_cost_on_cuda_uses_the_device_allocator_peak():
     assert result.measurement.contract.sync_method == "torch.cuda.synchronize"
     assert result.peak_memory_bytes >= work.resident_bytes()
     assert result.plausibility is None or not result.plausibility.impossible
+
+
+def _copy_beside_kernels(tmp_path, side_stream: bool):
+    """Profile a 64 MiB pinned, non_blocking host-to-device copy issued right after a long chain of matmuls, on
+    the current stream or on a second one; return copy_queueing's row for it."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from gpucost_lab.timeline import copy_queueing, load_trace
+
+    a = torch.randn(4096, 4096, device="cuda")
+    host = torch.empty(16 * 2**20, dtype=torch.float32).pin_memory()
+    copy_stream = torch.cuda.Stream()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        x = a
+        for _ in range(32):
+            x = x @ a
+        with torch.cuda.stream(copy_stream) if side_stream else torch.cuda.stream(torch.cuda.current_stream()):
+            dev = host.to("cuda", non_blocking=True)
+        torch.cuda.synchronize()
+    path = tmp_path / f"copy_{side_stream}.json"
+    prof.export_chrome_trace(str(path))
+    rows = copy_queueing(load_trace(path))
+    return rows[rows["bytes"] == host.numel() * 4].iloc[0], dev
+
+
+def test_a_non_blocking_copy_on_the_current_stream_waits_for_its_kernels(tmp_path):
+    # chapter 07 and the simulator: the host call returns at once, the copy runs after the kernels queued before it
+    row, _ = _copy_beside_kernels(tmp_path, side_stream=False)
+    assert row["overlapped_kernel_us"] == 0
+    assert row["host_call_us"] < row["waited_us"]
+
+
+def test_a_non_blocking_copy_on_a_second_stream_overlaps_the_kernels(tmp_path):
+    row, _ = _copy_beside_kernels(tmp_path, side_stream=True)
+    assert row["overlapped_kernel_us"] > 0.5 * row["copy_us"]

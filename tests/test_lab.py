@@ -151,7 +151,10 @@ def test_source_root_is_found_from_the_course_folder_when_installed_elsewhere(tm
 
     course = course_copy(tmp_path)
     (course / "labs").mkdir()
-    monkeypatch.setattr(grading, "__file__", str(tmp_path / "site-packages" / "gpucost_lab" / "grading.py"))
+    from gpucost_lab.grading import notebooks
+
+    installed = tmp_path / "site-packages" / "gpucost_lab" / "grading" / "notebooks.py"
+    monkeypatch.setattr(notebooks, "__file__", str(installed))
     monkeypatch.delenv("GPUCOST_LAB_SOURCE_ROOT", raising=False)
     monkeypatch.chdir(course / "labs")
     assert grading.default_source_root() == course / "solutions"

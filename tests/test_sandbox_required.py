@@ -227,3 +227,32 @@ def test_a_machine_that_has_everything_installs_nothing():
         [sys.executable, str(ROOT / "tools" / "system_packages.py"), "test"], capture_output=True, text=True
     )
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def test_without_a_control_group_grading_refuses_unless_allowed(monkeypatch):
+    from gpucost_lab.grading import confine
+
+    monkeypatch.setattr(sandbox, "unavailable_reason", lambda: None)
+    monkeypatch.setattr(sandbox, "cgroup_problem", lambda: "no control group can be made here (Read-only file system)")
+    monkeypatch.delenv(confine.WITHOUT_CGROUP_ENV, raising=False)
+    with pytest.raises(sandbox.SandboxUnavailable) as refused:
+        sandbox.require()
+    line = str(refused.value)
+    assert "Read-only file system" in line and f"{confine.WITHOUT_CGROUP_ENV}=1" in line and "\n" not in line
+    monkeypatch.setenv(confine.WITHOUT_CGROUP_ENV, "1")
+    assert sandbox.require() is None  # allowed explicitly
+
+
+def test_the_kernels_uid_has_no_account_and_no_capabilities():
+    import pwd
+
+    from gpucost_lab.grading import kernel_command
+
+    with pytest.raises(KeyError):
+        pwd.getpwuid(kernel_command.SANDBOX_UID)
+    if kernel_command.privileged():
+        drop = kernel_command.drop_privileges()
+        assert f"--reuid={kernel_command.SANDBOX_UID}" in drop and "--bounding-set=-all" in drop
+        assert (
+            "--unshare-user" not in kernel_command.namespaces() and "--unshare-all" not in kernel_command.namespaces()
+        )

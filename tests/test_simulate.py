@@ -353,7 +353,7 @@ def test_bad_values_name_the_field_and_the_value(field, value):
 
 
 def test_unknown_gpu_and_a_model_too_big_for_it_are_refused():
-    with pytest.raises(ValueError, match="accelerator must be one of.*'TPU v9'"):
+    with pytest.raises(ValueError, match="gpu must be one of.*'TPU v9'"):  # SimConfig's field, not the catalog's
         SimConfig(gpu="TPU v9")
     with pytest.raises(ValueError, match="layers, hidden and batch_size need"):
         SimConfig(gpu="L4", layers=100, hidden=8192)  # 100 x 67M parameters x 16 bytes = 107 GB > 24 GB

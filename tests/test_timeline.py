@@ -484,7 +484,18 @@ def test_analyze_is_plain_json_with_exactly_the_cli_keys(tmp_path):
         "total_ms": pytest.approx(55.503),
         "total_bytes": 244_403_360,
     }
-    assert set(result["top_ops"][0]) == {"name", "kind", "count", "total_ms", "share"}
+    assert set(result["top_ops"][0]) == {
+        "name",
+        "kind",
+        "count",
+        "total_ms",
+        "share",
+        "operator",
+        "input_shapes",
+        "stack",
+    }
+    assert result["top_ops"][0]["operator"] == "aten::addmm"  # the op around the kernel's launch
+    assert result["top_ops"][0]["input_shapes"] == [] and result["top_ops"][0]["stack"] == []  # not recorded
     assert result["peak_memory_bytes"] is None and result["steps"] == 0 and result["device"] == "cuda"
     cpu = tl.analyze(CPU_SMALL)
     assert cpu["device"] == "cpu" and cpu["phases"] == {"gloo:all_reduce": pytest.approx(2135.455918)}

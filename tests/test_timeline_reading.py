@@ -88,8 +88,9 @@ EXPECTED = {  # by start: the step, the op, the launch, the memory instant, the 
     "bytes": [NA, NA, NA, 256, NA, 4096],
     "total_allocated_bytes": [NA, NA, NA, 1024, NA, NA],
     "device_type": [NA, NA, NA, 1, NA, NA],
+    "input_dims": [""] * 6,  # none recorded (record_shapes=False)
 }
-DTYPES = ["str"] * 6 + ["float64"] * 2 + ["Int64"] * 5
+DTYPES = ["str"] * 6 + ["float64"] * 2 + ["Int64"] * 5 + ["str"]
 
 
 def write(path, text: str | bytes, gz: bool = False):

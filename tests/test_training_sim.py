@@ -52,21 +52,7 @@ HAND_S = {
 
 def instrumented(scenario="eval_checkpoint_heavy", **kw):
     loop = SimulatedTrainingLoop(scenario, **kw)
-    timer = PhaseTimer(clock=loop.clock)
-    for step in range(1, loop.steps + 1):  # the learner's loop, written out as the lab asks
-        with timer.phase("data"):
-            loop.load_batch()
-        with timer.phase("forward_backward"):
-            loop.forward_backward()
-        if loop.should_evaluate(step):
-            with timer.phase("eval"):
-                loop.evaluate()
-        if loop.should_checkpoint(step):
-            with timer.phase("checkpoint"):
-                loop.save_checkpoint()
-        with timer.phase("logging"):
-            loop.log_metrics()
-    return loop, timer
+    return loop, _learner_pass(loop, PhaseTimer(clock=loop.clock))
 
 
 def shares(balance):
@@ -368,3 +354,39 @@ def test_the_profile_lab_setup_imports_without_torch():
         "import sys, gpucost_lab.phases, gpucost_lab.training_sim, gpucost_lab.variants; print('torch' in sys.modules)"
     )
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
+
+
+def _learner_pass(loop, timer):
+    """The lab's section-1 answer, as a learner writes it (run_instrumented refuses a loop that has run)."""
+    for step in range(1, loop.steps + 1):  # the learner's loop, written out as the lab asks
+        with timer.phase("data"):
+            loop.load_batch()
+        with timer.phase("forward_backward"):
+            loop.forward_backward()
+        if loop.should_evaluate(step):
+            with timer.phase("eval"):
+                loop.evaluate()
+        if loop.should_checkpoint(step):
+            with timer.phase("checkpoint"):
+                loop.save_checkpoint()
+        with timer.phase("logging"):
+            loop.log_metrics()
+    return timer
+
+
+def test_running_the_loop_again_replays_the_same_numbers():
+    """A cell re-run (or copied and run) passes through the loop again: every phase lasts what it did the first
+    time, and the history and utilization are the new pass's, from 0 s. The truth is a fresh loop's."""
+    loop = SimulatedTrainingLoop("eval_checkpoint_heavy", steps=300, seed=7)
+    truth = loop.reference_balance().set_index("phase")["seconds"]
+    passes = []
+    for _ in range(3):
+        timer = _learner_pass(loop, PhaseTimer(clock=loop.clock))
+        passes.append((timer, loop.history.copy(), loop.utilization(bin_s=10).copy()))
+    for timer, history, utilization in passes:
+        assert timer.wall_s == pytest.approx(truth.sum(), rel=1e-9)
+        for phase, seconds in truth.items():
+            assert timer.seconds[phase] == pytest.approx(seconds, rel=1e-9, abs=1e-9)
+        assert history["start_s"].iloc[0] == 0.0 and len(history) == len(passes[0][1])
+        pd.testing.assert_frame_equal(history, passes[0][1], rtol=1e-9)
+        pd.testing.assert_frame_equal(utilization, passes[0][2], rtol=1e-9)

@@ -28,6 +28,7 @@ from .course import (
     _quiet_stderr,
     generate_course,
 )
+from .gradebook_cells import apply_flags, gradebook_flags
 from .notebooks import DEFAULT_TIMEOUT_S, _check_student, _check_timeout, _grade_ids, _quiet_nbformat, _read_notebook
 from .passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark
 from .reports import GradeReport
@@ -77,6 +78,8 @@ def autograde_in(
             released_nb = _read_notebook(course.path / "release" / assignment / name, "released notebook")
             copies = _drop_duplicate_grade_ids(nb)
             _restore_missing_grade_cells(nb, released_nb)
+            db_url = config.CourseDirectory.db_url
+            foreign = apply_flags(nb, gradebook_flags(db_url, Path(name).stem, assignment))
             target = course.path / "submitted" / student / assignment / name
             target.parent.mkdir(parents=True)
             with _quiet_nbformat():
@@ -111,7 +114,8 @@ def autograde_in(
 
             feedback_html, notes = (
                 None,
-                [f"cell {gid} appears more than once: the first is graded, the copy is ignored" for gid in copies],
+                [f"cell {gid} appears more than once: the first is graded, the copy is ignored" for gid in copies]
+                + foreign,
             )
             if feedback:
                 feedback_html = _feedback(config, sub, course.path, feedback_dir, notes)

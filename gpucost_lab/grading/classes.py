@@ -22,6 +22,7 @@ import concurrent.futures
 import hashlib
 import multiprocessing
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from .._validate import InputError
 from ..atomic import atomic_write_text
 from .autograde import autograde_in
 from .course import Course, GradingError, _config, copy_course, generate_course
+from .links import ALLOWED, offending, refusal
 from .notebooks import DEFAULT_TIMEOUT_S, _check_assignment, _check_source_root, _check_timeout
 from .sandbox import require as require_sandbox
 from .submission import read_submission
@@ -41,7 +43,9 @@ def find_submissions(submissions_dir: str | os.PathLike) -> list[tuple[str, Path
     """``(student, notebook, problem)`` for each entry of ``submissions_dir``, sorted by student.
 
     A folder must hold exactly one ``.ipynb`` (checkpoint folders ignored); otherwise ``notebook`` is None and
-    ``problem`` says why. Hidden entries and files that are not ``.ipynb`` are skipped.
+    ``problem`` says why. Hidden entries and files that are not ``.ipynb`` are skipped. A submission is plain files
+    in its folder (:mod:`.links`): a student's folder or notebook that is a symbolic link, or a folder holding a
+    link, a hard link or a special file anywhere, is not graded, and ``problem`` names the first such file and why.
     """
     root = Path(submissions_dir)
     if not root.exists():
@@ -52,15 +56,32 @@ def find_submissions(submissions_dir: str | os.PathLike) -> list[tuple[str, Path
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
             continue
-        if entry.is_dir():
+        try:
+            st = entry.lstat()
+        except FileNotFoundError:  # removed since the folder was listed
+            continue
+        is_notebook = entry.suffix == ".ipynb"
+        student = entry.stem if is_notebook and not stat.S_ISDIR(st.st_mode) else entry.name
+        if stat.S_ISDIR(st.st_mode):
+            refused = offending(entry)
+            if refused:
+                found.append((student, None, _refused(refused)))
+                continue
             notebooks = sorted(p for p in entry.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
             if len(notebooks) == 1:
-                found.append((entry.name, notebooks[0], None))
+                found.append((student, notebooks[0], None))
             else:
-                found.append((entry.name, None, f"{entry}: expected one notebook, found {len(notebooks)}"))
-        elif entry.suffix == ".ipynb":
-            found.append((entry.stem, entry, None))
+                found.append((student, None, f"{entry}: expected one notebook, found {len(notebooks)}"))
+        elif is_notebook or (stat.S_ISLNK(st.st_mode) and entry.is_dir()):  # a notebook, or a link to a folder
+            refused = refusal(entry)
+            found.append((student, None, _refused([refused])) if refused else (student, entry, None))
     return sorted(found, key=lambda row: row[0])
+
+
+def _refused(refused: list) -> str:
+    """A submission's ``problem`` for the links and special files it holds (:func:`.links.offending`)."""
+    more = f" (and {len(refused) - 1} more such file{'s' if len(refused) > 2 else ''})" if len(refused) > 1 else ""
+    return f"submissions_dir: {refused[0]}{more}; {ALLOWED}"
 
 
 # ------------------------------------------------------------------------------------------- in a worker process

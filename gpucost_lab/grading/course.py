@@ -111,13 +111,19 @@ def _config(course: Path, timeout_s: int):
 def autograde_steps(c) -> None:
     """nbgrader's autograde steps with ``Execute`` replaced by the sandboxed one and ``DeduplicateIds`` by one that
     keeps a copied cell from stopping the grading (also used by nbgrader_config.py). Where no sandbox can be made,
-    autograde stops before it writes anything (:class:`~.sandbox.BeforeAutograde`)."""
+    autograde stops before it writes anything (:class:`~.sandbox.BeforeAutograde`).
+
+    What the learner's notebook displays is sanitized (:mod:`~.sanitize`): by autograde once the scores are saved
+    (the autograded notebook is written after its last step, so the one on disk is clean and no score depends on
+    it), and by every HTML export of the course, the feedback pages and the formgrader's view, so an autograded
+    notebook written before is shown sanitized too."""
     from .sandbox import BeforeAutograde
 
     c.Autograde.pre_convert_hook = BeforeAutograde(c)
     c.Autograde.sanitize_preprocessors = [
         "nbgrader.preprocessors.ClearOutput",
         "gpucost_lab.grading.execute.DropDuplicateIds",
+        "gpucost_lab.grading.gradebook_cells.GradebookCells",
         "nbgrader.preprocessors.OverwriteKernelspec",
         "nbgrader.preprocessors.OverwriteCells",
         "nbgrader.preprocessors.CheckCellMetadata",
@@ -129,8 +135,10 @@ def autograde_steps(c) -> None:
         "nbgrader.preprocessors.LimitOutput",
         "nbgrader.preprocessors.SaveAutoGrades",
         "nbgrader.preprocessors.AssignLatePenalties",
+        "gpucost_lab.grading.sanitize.SanitizeLearnerHTML",
         "nbgrader.preprocessors.CheckCellMetadata",
     ]
+    c.HTMLExporter.preprocessors = ["gpucost_lab.grading.sanitize.SanitizeLearnerHTML"]
 
 
 def _root_cause(result: dict) -> str:

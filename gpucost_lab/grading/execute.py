@@ -22,7 +22,6 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -115,6 +114,22 @@ def free_names(source: str) -> list[str]:
     return list(dict.fromkeys(n for n in read if n not in bound and not hasattr(builtins, n)))
 
 
+def bound_names(source: str) -> set[str]:
+    """The names a cell binds at its top level (assignments, imports, definitions)."""
+    names = set()
+    for node in ast.parse(source).body:
+        for target in (
+            ast.walk(node) if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)) else ()
+        ):
+            if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store):
+                names.add(target.id)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+    return names
+
+
 def _statement(code: str, line: int | None) -> str:
     """The check at ``line`` as one line of text: an assert's condition, else the line itself."""
     if not line:
@@ -146,6 +161,7 @@ class Checks:
         files; ``learner`` is the id the lab's numbers derive from ("" for the self-study lab)."""
         self._fetch, self._call, self._workdir, self._learner = fetch, call, workdir, learner
         self.setup_ns: dict = {"__name__": "__gpucost_checks__", "__builtins__": builtins}
+        self.setup_names: set[str] = set()  # what the lab's setup binds: never an answer read from the kernel
 
     @contextlib.contextmanager
     def _here(self):
@@ -171,6 +187,10 @@ class Checks:
                     del sys.modules[name]
 
     def run_setup(self, source: str) -> str | None:
+        try:
+            self.setup_names |= bound_names(split_hidden(source)[0])
+        except SyntaxError as err:
+            return f"SyntaxError: {err}"
         with self._here():
             try:
                 exec(compile(split_hidden(source)[0], "<lab setup>", "exec"), self.setup_ns)
@@ -189,6 +209,8 @@ class Checks:
         for name in names:
             if name in self.setup_ns:
                 continue  # the lab's own value, not the kernel's
+            if name in self.setup_names:
+                return [_error(f"the lab's setup did not define {name!r} when it ran in the grader")]
             value = self._fetch(name)
             if isinstance(value, _answers.Rejected):
                 return [_error(value.message())]
@@ -266,20 +288,26 @@ class SandboxedExecute(NbGraderPreprocessor):
     ).tag(config=True)
 
     def preprocess(self, nb, resources):
+        from .gradebook_cells import setup_sources
         from .run import run_submission
 
         folder = Path(resources.get("metadata", {}).get("path") or ".")
         limits = _sandbox.Limits(memory_mb=self.memory_mb, cpu_s=self.total_timeout)
+        source_folder = self._source_folder(resources)
+        setup = setup_sources(source_folder, resources.get("nbgrader", {}).get("notebook"))
+        if setup is None:
+            self.log.warning("the lab's source notebook was not found: its setup cells are taken from the submission")
         run_submission(
             nb,
             folder,
-            self._source_folder(resources),
+            source_folder,
             limits,
             self.timeout,
             self.total_timeout,
             self.allow_unsandboxed,
             self.log,
             learner=self._learner(resources),
+            setup=setup,
         )
         return nb, resources
 
@@ -301,25 +329,37 @@ class SandboxedExecute(NbGraderPreprocessor):
 
 
 def _copy_submission(
-    folder: Path | None, dest: Path, max_bytes: int = 64 * 2**20, skip_notebooks: bool = False
+    folder: Path | None, dest: Path, max_bytes: int = 64 * 2**20, skip_notebooks: bool = False, log=None
 ) -> None:
-    """The files of ``folder`` (a submission's, or the lab's own) into ``dest``; at most ``max_bytes`` in all."""
+    """The plain files of ``folder`` (a submission's, or the lab's own) into ``dest``; at most ``max_bytes`` in all.
+
+    Symbolic and hard links, device files, FIFOs and sockets are skipped, each logged as a warning on ``log`` (this
+    module's logger by default), and every file is read through its own ``O_NOFOLLOW`` descriptor
+    (:func:`.links.copy_plain`). ``folder`` itself is the grader's (nbgrader's autograded folder, the lab's source
+    folder), so a link naming it is followed; nothing under it is.
+    """
+    import logging
+    import stat
+
+    from . import links
+
     dest.mkdir(parents=True, exist_ok=True)
+    if folder is None or not folder.is_dir():
+        return
     total = 0
-    for path in sorted(folder.rglob("*")) if folder is not None and folder.is_dir() else []:
-        if (
-            path.is_symlink()
-            or not path.is_file()
-            or ".ipynb_checkpoints" in path.parts
-            or (skip_notebooks and path.suffix == ".ipynb")
-        ):
-            continue
-        total += path.stat().st_size
-        if total > max_bytes:
-            break
-        target = dest / path.relative_to(folder)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
+
+    def keep(rel, st) -> bool:
+        nonlocal total
+        if ".ipynb_checkpoints" in rel.parts:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return True  # a folder: entered
+        if skip_notebooks and rel.suffix == ".ipynb":
+            return False
+        total += st.st_size
+        return total <= max_bytes  # past the limit, no later file either
+
+    links.copy_plain(folder.resolve(), dest, keep=keep, log=log or logging.getLogger(__name__))
 
 
 def _truncate(outputs: list) -> list:

@@ -24,11 +24,13 @@ import csv
 import io
 import math
 import os
+import sqlite3
 import tempfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._validate import InputError
+from .._validate import InputError, input_file, output_file
 from ..atomic import atomic_write_text
 
 FORMATS = ("canvas", "moodle", "csv")
@@ -38,6 +40,20 @@ MOODLE_IDENTITY = ["First name", "Last name", "Username", "Email address"]
 PLAIN_COLUMNS = ["student_id", "last_name", "first_name", "email", "assignment", "score", "max_score", "passed"]
 #: What grades.csv must have (the columns of gpucost_lab.grading.nbgrader_export that the formats use).
 NEEDED = ["assignment", "student_id", "last_name", "first_name", "email", "score", "max_score", "passed"]
+#: The tables of an nbgrader gradebook that the export reads; a sqlite file without them is not a gradebook (and is
+#: never opened by nbgrader, which would add its tables to it).
+GRADEBOOK_TABLES = (
+    "assignment",
+    "course",
+    "grade",
+    "notebook",
+    "student",
+    "submitted_assignment",
+    "submitted_notebook",
+)
+#: The largest grades.csv read: a class of 1,000 learners and 20 assignments is about 2 MB; a larger file is not one
+#: ``nbgrader export`` wrote. Its fields may hold at most csv's default 131,072 characters.
+MAX_GRADES_CSV_BYTES = 64 * 2**20
 PASSED_VALUES = ("True", "False", "pending")
 CANVAS_PASSED = {"True": "complete", "False": "incomplete", "pending": ""}
 MOODLE_PASSED = {"True": "Pass", "False": "Fail", "pending": ""}
@@ -69,6 +85,13 @@ def _number(field: str, value: str, row: int) -> float:
 
 def parse_grades_csv(text: str) -> list[Grade]:
     """The grades of an ``nbgrader export`` CSV written with the course's plugin."""
+    try:
+        return _parse_grades_csv(text)
+    except csv.Error as err:  # a field over csv's limit, a NUL, an unclosed quote at the end, ...
+        raise InputError("source", f"source is not a CSV `nbgrader export` wrote ({err})") from None
+
+
+def _parse_grades_csv(text: str) -> list[Grade]:
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in NEEDED if c not in (reader.fieldnames or [])]
     if missing:
@@ -107,36 +130,69 @@ def parse_grades_csv(text: str) -> list[Grade]:
 def read_gradebook(path: str | os.PathLike, course_id: str = "gpucost-lab") -> list[Grade]:
     """The grades in an nbgrader gradebook (sqlite file), as the course's ``nbgrader export`` plugin reports them."""
     from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
     from .nbgrader_export import PassMarkExportPlugin
 
     path = Path(path)
+    _check_gradebook(path)
     with tempfile.TemporaryDirectory(prefix="gpucost-grades-") as tmp:
         out = Path(tmp) / "grades.csv"
-        with Gradebook(f"sqlite:///{path.resolve()}", course_id) as gradebook:
-            PassMarkExportPlugin(to=str(out)).export(gradebook)
+        try:
+            with warnings.catch_warnings(), Gradebook(f"sqlite:///{path.resolve()}", course_id) as gradebook:
+                warnings.simplefilter("ignore", SAWarning)  # nbgrader's own session notes, not the learner's data
+                PassMarkExportPlugin(to=str(out)).export(gradebook)
+        except (SQLAlchemyError, sqlite3.Error) as err:
+            detail = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            raise InputError(
+                "source", f"source {str(path)!r} is not a gradebook nbgrader can read ({detail[:200]})"
+            ) from None
         return parse_grades_csv(out.read_text(encoding="utf-8"))
+
+
+def _check_gradebook(path: Path) -> None:
+    """InputError unless ``path`` is a sqlite database holding :data:`GRADEBOOK_TABLES` (opened read-only)."""
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            connection.close()
+    except sqlite3.Error as err:
+        raise InputError("source", f"source {str(path)!r} is not a readable sqlite gradebook ({err})") from None
+    missing = [t for t in GRADEBOOK_TABLES if t not in tables]
+    if missing:
+        raise InputError(
+            "source",
+            f"source {str(path)!r} is a sqlite file but not an nbgrader gradebook (no {missing[0]!r} table); "
+            f"allowed: the course's gradebook.db, or the grades.csv `nbgrader export` wrote",
+        )
 
 
 def read_grades(source: str | os.PathLike, course_id: str = "gpucost-lab") -> list[Grade]:
     """``source``: a gradebook (``.db``, read with nbgrader) or the CSV ``nbgrader export`` wrote."""
-    path = Path(source)
-    if not path.is_file():
-        raise InputError(
-            "source",
-            f"source must be a gradebook (.db) or an `nbgrader export` CSV, got {str(source)!r}, which is not a file",
-        )
-    if path.suffix == ".db":
-        with open(path, "rb") as fh:
-            if fh.read(16) != b"SQLite format 3\x00":
-                raise InputError(
-                    "source", f"source must be an nbgrader gradebook (an sqlite file), got {str(source)!r}"
-                )
-        return read_gradebook(path, course_id)
+    path, status = input_file("source", source, "gradebook (.db) or `nbgrader export` CSV")
     try:
-        return parse_grades_csv(path.read_text(encoding="utf-8-sig"))
+        if path.suffix == ".db":
+            with open(path, "rb") as fh:
+                if fh.read(16) != b"SQLite format 3\x00":
+                    raise InputError(
+                        "source", f"source must be an nbgrader gradebook (an sqlite file), got {str(source)!r}"
+                    )
+            return read_gradebook(path, course_id)
+        if status.st_size > MAX_GRADES_CSV_BYTES:
+            raise InputError(
+                "source",
+                f"source must be a grades CSV of at most {MAX_GRADES_CSV_BYTES:,} bytes (a class's is a few MB), got "
+                f"{str(source)!r} of {status.st_size:,}",
+            )
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_GRADES_CSV_BYTES + 1)
+        return parse_grades_csv(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
         raise InputError("source", f"source must be a UTF-8 CSV, got {str(source)!r}") from None
+    except OSError as err:
+        raise InputError("source", f"source {str(source)!r} cannot be read ({err.strerror or err})") from None
 
 
 def _score(value: float) -> str:
@@ -252,14 +308,14 @@ def export_grades(
     """The grades in ``source`` in format ``fmt``, as CSV text; also written to ``output`` when given."""
     if fmt not in FORMATS:  # before reading: a wrong format is said first
         raise InputError("format", f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if output is not None:  # checked before the gradebook is read
+        output_file("output", output)
     grades = read_grades(source, course_id)
     if not grades:
         raise InputError("source", f"source has no grades, got {str(source)!r} (run `nbgrader autograde` first)")
     text = to_csv(rows_for(grades, fmt, canvas_ids))
     if output is not None:
         out = Path(output)
-        if not out.parent.is_dir():
-            raise InputError("output", f"output must be a file in an existing folder, got {str(output)!r}")
         try:
             atomic_write_text(out, text, name="output", newline="")  # "": the CSV's own \r\n
         except OSError as err:

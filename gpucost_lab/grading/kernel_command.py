@@ -94,6 +94,13 @@ def _system_binds() -> list[str]:
     return binds
 
 
+def package_root() -> Path:
+    """The folder holding the gpucost_lab package this grader runs."""
+    import gpucost_lab
+
+    return Path(gpucost_lab.__file__).resolve().parent.parent
+
+
 def python_binds() -> list[str]:
     """This Python, its environment and the gpucost_lab package, each read-only at its own path.
 
@@ -151,6 +158,7 @@ def kernel_argv(work: Path, limits, env: dict[str, str], group) -> list[str]:
         "OMP_NUM_THREADS": "1",
         "MPLBACKEND": "Agg",
         "USER": "grader",
+        "PYTHONPATH": str(package_root()),  # the kernel imports the very package the grader runs and binds
         **env,
     }
     setenv = [arg for key, value in env.items() for arg in ("--setenv", key, value)]
@@ -206,19 +214,23 @@ def kernel_argv(work: Path, limits, env: dict[str, str], group) -> list[str]:
         "-c",
         _COPY_IN,
         "gpucost-kernel",
-        sys.executable,
-        "-m",
-        "ipykernel_launcher",
-        "-f",
-        "{connection_file}",
-        "--HistoryManager.hist_file=:memory:",
+        *_kernel(),
     ]
 
 
 def unsandboxed_argv(limits) -> list[str]:
     """The kernel without a sandbox, only under ``prlimit`` (used only when explicitly allowed)."""
     return [
+        "/usr/bin/env",
+        f"PYTHONPATH={package_root()}",
         *limits.prlimit(),
+        *_kernel(),
+    ]
+
+
+def _kernel() -> list[str]:
+    """The kernel itself, this Python's ipykernel (``{connection_file}`` left for jupyter_client)."""
+    return [
         sys.executable,
         "-m",
         "ipykernel_launcher",

@@ -21,6 +21,55 @@ _STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
+#: Largest notebook read for grading: a lab with every output kept is under 2 MB; a bigger one is refused before it is
+#: parsed (a 100 MB notebook took a minute and 1.1 GB to grade, and gave a 100 MB feedback page).
+MAX_NOTEBOOK_BYTES = 16 * 2**20
+#: Deepest nesting of JSON lists and objects in a notebook: nbformat 4 needs about 8; deeper ones are refused by name
+#: rather than left to a RecursionError.
+MAX_NOTEBOOK_DEPTH = 64
+
+
+def check_notebook_size(path: Path, size: int) -> None:
+    if size > MAX_NOTEBOOK_BYTES:
+        raise ValueError(
+            f"{path}: a notebook of {size:,} bytes is over the {MAX_NOTEBOOK_BYTES:,} bytes grading reads; "
+            f"clear the large outputs and save it again"
+        )
+
+
+def notebook_json(path: Path, text: str) -> dict:
+    """``text`` parsed as a notebook's JSON: nesting and format checked, one line naming the file otherwise."""
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid notebook JSON ({_one_line(err)})") from None
+    except RecursionError:  # nested past what json reads, so past the limit below
+        raw = too_deep = True
+    else:
+        too_deep = _depth_over(raw, MAX_NOTEBOOK_DEPTH)
+    if too_deep:
+        raise ValueError(f"{path}: JSON nested over {MAX_NOTEBOOK_DEPTH} levels deep; not a notebook JupyterLab saves")
+    if isinstance(raw, dict) and "nbformat" in raw and raw["nbformat"] != 4:
+        raise ValueError(
+            f"{path}: an nbformat {raw['nbformat']!r} notebook; allowed: nbformat 4 (open it in JupyterLab 4 and "
+            f"save it)"
+        )
+    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
+        raise ValueError(f"{path}: not a notebook (no list of cells)")
+    return raw
+
+
+def _depth_over(value, limit: int) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
 def _read_notebook(path: Path, what: str = "notebook"):
     import nbformat
 
@@ -30,13 +79,12 @@ def _read_notebook(path: Path, what: str = "notebook"):
         raise ValueError(f"{path}: not a file")
     if path.suffix != ".ipynb":
         raise ValueError(f"{path}: not a Jupyter notebook (expected a .ipynb file, got {path.suffix or 'no suffix'!r})")
+    check_notebook_size(path, path.stat().st_size)
     try:
         text = path.read_text(encoding="utf-8")
-        raw = json.loads(text)
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+    except UnicodeDecodeError as err:
         raise ValueError(f"{path}: not valid notebook JSON ({_one_line(err)})") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells"), list):
-        raise ValueError(f"{path}: not a notebook (no list of cells)")
+    notebook_json(path, text)
     try:
         with _quiet_nbformat():
             nb = nbformat.reads(text, as_version=4)
@@ -83,7 +131,7 @@ def default_source_root() -> Path:
     ``nbgrader_config.py`` and ``solutions/`` (a non-editable install run from inside the course)."""
     if os.environ.get("GPUCOST_LAB_SOURCE_ROOT"):
         return Path(os.environ["GPUCOST_LAB_SOURCE_ROOT"])
-    beside_package = Path(__file__).resolve().parent.parent
+    beside_package = Path(__file__).resolve().parents[2]  # gpucost_lab/grading/notebooks.py -> the repository
     for folder in (beside_package, *(p for p in (Path.cwd(), *Path.cwd().parents))):
         if (folder / "nbgrader_config.py").is_file() and (folder / "solutions").is_dir():
             return folder / "solutions"
@@ -151,6 +199,14 @@ def _check_timeout(timeout_s: object) -> int:
 def _check_source_root(source_root: str | os.PathLike | None) -> Path:
     """The nbgrader source folder (default: :func:`default_source_root`); ``ValueError`` unless it is a folder."""
     root = Path(source_root) if source_root is not None else default_source_root()
+    if source_root is None and not os.environ.get("GPUCOST_LAB_SOURCE_ROOT") and not root.is_dir():
+        raise InputError(  # the user gave no folder: say where it was looked for
+            "source_root",
+            f"source_root was not given, and no nbgrader source folder was found (solutions/ beside "
+            f"nbgrader_config.py in {str(root.parent)!r}, where the package was installed from, in the working "
+            f"directory or in a folder above it); allowed: --source-root naming the course's solutions/ folder, "
+            f"or $GPUCOST_LAB_SOURCE_ROOT",
+        )
     if not root.is_dir():
         raise InputError(
             "source_root",

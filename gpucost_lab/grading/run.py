@@ -12,7 +12,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import zmq
+from jupyter_client.asynchronous import AsyncKernelClient
 from nbformat.v4 import new_output
+from traitlets import default
 
 from ..variants import LEARNER_ENV
 from . import answers as _answers
@@ -36,6 +39,21 @@ _ANSWERS = "__import__('gpucost_lab.grading.answers', fromlist=['dumps'])"
 _TIMEOUT_MARK = "gpucost_cell_timeout"  # in the execute reply nbclient makes up when a cell reaches its time limit
 
 
+#: Largest message the grader takes from the learner's kernel, checked by ZeroMQ as it arrives (a larger one is
+#: dropped unread): one answer of MAX_ANSWER_CHARS as the repr of its JSON text, with room for the message's frames.
+MAX_MESSAGE_BYTES = 2 * _answers.MAX_ANSWER_CHARS + 2**20
+
+
+class CappedClient(AsyncKernelClient):
+    """The grader's client of the learner's kernel: ZeroMQ refuses any message over :data:`MAX_MESSAGE_BYTES`."""
+
+    @default("context")
+    def _capped_context(self):
+        context = super()._context_default()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        return context
+
+
 class _Kernel:
     """The learner's kernel as the grader reaches it: cells run through nbclient, answers as plain JSON."""
 
@@ -48,9 +66,9 @@ class _Kernel:
 
         It imports the gpucost_lab package (seconds, more on a busy machine): left to the first answer fetched, that
         import would count against the per-cell limit, and an honest learner could lose every point to a slow
-        machine. Whether the kernel answered."""
-        self._evaluate(f"{_ANSWERS}.__name__", wait_s)
-        return not self.dead
+        machine. None once loaded, else why not."""
+        text, why = self._evaluate(f"{_ANSWERS}.__name__", wait_s)
+        return None if text is not None else why
 
     def probe(self, wait_s: float) -> bool:
         """Whether the kernel still answers (a trivial request, within ``wait_s``); if not, it is marked dead.
@@ -153,12 +171,15 @@ def run_submission(
     allow_unsandboxed: bool,
     log,
     learner: str = "",
+    setup: list[str] | None = None,
 ) -> None:
     """Grade ``nb`` in place: learner cells get their outputs, test cells an error output or none.
 
     ``folder`` holds the submission (copied into the sandbox); ``source_folder`` the lab's own files, whose
     helper modules the checks import (never the submission's copies of them). ``learner`` is the id the lab's
     per-learner numbers derive from ("" for the self-study lab), set alike in the kernel and in the checks.
+    ``setup`` is the lab's setup cells from the instructor's source (:func:`.gradebook_cells.setup_sources`): the
+    checks run those, whatever the submission's cells say they are; None takes them from the submission.
     """
     from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
@@ -185,6 +206,7 @@ def run_submission(
         _copy_submission(source_folder, Path(checks_dir), skip_notebooks=True)
         env = {LEARNER_ENV: learner}
         km = AsyncKernelManager(
+            client_class="gpucost_lab.grading.run.CappedClient",
             kernel_name=KERNEL_NAME,
             kernel_spec_manager=_kernelspec(work, limits, sandboxed, env, group),
             transport="ipc",
@@ -204,9 +226,16 @@ def run_submission(
         )
         kernel = _Kernel(client, timeout_s)
         checks = Checks(kernel.fetch, kernel.call, Path(checks_dir), learner)
+        for source in setup or ():
+            problem = checks.run_setup(source)
+            if problem:
+                log.warning("the lab's setup cell failed in the grader: %s", problem)
         try:
             seal = (lambda: _command.seal(work)) if sandboxed else None
-            _run_cells(nb, client, kernel, checks, deadline, timeout_s, total_s, log, started=seal)
+            trusted = (
+                setup is None
+            )  # the submission's setup cells run in the checks only when the source's are not at hand
+            _run_cells(nb, client, kernel, checks, deadline, timeout_s, total_s, log, started=seal, setup=trusted)
         finally:
             _stop(km)
 
@@ -242,7 +271,16 @@ def _stop(km) -> None:
 
 
 def _run_cells(
-    nb, client, kernel: _Kernel, checks: Checks, deadline: float, timeout_s: int, total_s: int, log, started=None
+    nb,
+    client,
+    kernel: _Kernel,
+    checks: Checks,
+    deadline: float,
+    timeout_s: int,
+    total_s: int,
+    log,
+    started=None,
+    setup: bool = True,
 ) -> None:
     from nbclient.exceptions import DeadKernelError
 
@@ -265,8 +303,15 @@ def _run_cells(
     client.on_cell_executed = on_cell_executed
     code_cells = 0
     with client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
-        if not kernel.warm_up(max(timeout_s, client.startup_timeout)):  # as long as the kernel may take to start
-            log.warning("the kernel did not load the grader's answer module: %s", kernel.stopped)
+        problem = kernel.warm_up(max(timeout_s, client.startup_timeout))  # as long as the kernel may take to start
+        if problem:  # before any learner's cell: the grading's set-up, not the learner, is at fault; no silent zeros
+            import gpucost_lab
+
+            raise _sandbox.SandboxUnavailable(
+                f"cannot grade: the graded kernel could not load the package that grades it, "
+                f"{Path(gpucost_lab.__file__).parent} ({problem}); check that the kernel's Python and the grader's "
+                f"import the same gpucost_lab"
+            )
         if started is not None:
             started()  # before the learner's first cell
         for index, cell in enumerate(nb.cells):
@@ -282,7 +327,7 @@ def _run_cells(
                 )
                 cell.source = visible_source(cell.source)
                 continue
-            if is_trusted_setup(cell):
+            if setup and is_trusted_setup(cell):
                 problem = checks.run_setup(cell.source)
                 if problem:
                     log.warning("the lab's setup cell failed in the grader: %s", problem)

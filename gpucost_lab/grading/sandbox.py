@@ -18,6 +18,7 @@ it uses need the standard library alone: ``tools/system_packages.py`` loads them
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import shutil
@@ -118,13 +119,30 @@ class BeforeAutograde:
 
     config: object
 
-    def __call__(self, **_hook_arguments) -> None:
+    def __call__(self, notebooks=(), **_hook_arguments) -> None:
         allowed = bool(self.config.SandboxedExecute.get("allow_unsandboxed", False))
         try:
             require(allowed)
         except SandboxUnavailable as err:
             print(f"nbgrader autograde: error: {err}", file=sys.stderr)
             raise _Refused(str(err)) from None
+        for folder in {Path(nb).parent for nb in notebooks}:
+            _drop_links(folder)
+
+
+def _drop_links(folder: Path) -> None:
+    """A submission in ``submitted/`` that holds links or special files (copied there by hand, or uploaded): each is
+    removed, named in the log, before nbgrader copies the folder with the grader's rights (a hook cannot refuse one
+    submission: nbgrader ignores what it raises). A notebook removed so is then not graded."""
+    import logging
+
+    from .links import offending
+
+    for refused in sorted(offending(folder), key=lambda r: len(r.path.parts), reverse=True):
+        logging.getLogger("gpucost_lab.grading").warning("not graded: %s", refused)
+        if refused.path.is_symlink() or not refused.path.is_dir():
+            with contextlib.suppress(OSError):
+                os.unlink(refused.path)
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,6 +1,7 @@
 """A submission to grade: read and checked, its graded cells put back in order, and why its cells lost points.
 
-:func:`read_submission` checks the input (``ValueError`` for unusable input, naming the file and the problem);
+:func:`read_submission` checks the input (``ValueError`` for unusable input, naming the file and the problem; a
+notebook that is a link or a special file is refused, and the notebook is read through no link: :mod:`.links`);
 :func:`_drop_duplicate_grade_ids` and :func:`_restore_missing_grade_cells` prepare the notebook for nbgrader;
 :func:`_cell_messages` reads an executed notebook back (also for the learner's self-check).
 """
@@ -12,6 +13,8 @@ import dataclasses
 import os
 from pathlib import Path
 
+from .._validate import InputError
+from .links import ALLOWED, read_plain, refusal
 from .notebooks import (
     DEFAULT_ASSIGNMENT,
     _check_assignment,
@@ -19,9 +22,12 @@ from .notebooks import (
     _check_student,
     _nbgrader_meta,
     _one_line,
+    _quiet_nbformat,
     _read_notebook,
     _source_notebook,
+    check_notebook_size,
     detect_assignment,
+    notebook_json,
 )
 
 
@@ -51,13 +57,37 @@ def read_submission(
     submission = Path(notebook_path)
     learner = "" if student is None or self_study else _check_student(student)
     student = _check_student("student" if student is None else student)
-    nb = _read_notebook(submission)
+    nb = _read_submitted(submission)
     root = _check_source_root(source_root)
     assignment = _check_assignment(
         detect_assignment(root, nb) or DEFAULT_ASSIGNMENT if assignment is None else assignment
     )
     source_nb_path = _source_notebook(root, assignment, nb, submission)
     return Submission(submission, nb, student, learner, root, assignment, source_nb_path.name)
+
+
+def _read_submitted(path: Path):
+    """The notebook at ``path``, which must be a plain file of its own: ``InputError`` naming the notebook when it is
+    a symbolic link (to the lab's solution, say), a hard link or a special file. It is read through an ``O_NOFOLLOW``
+    descriptor, checked on the open file; its JSON gets the same one-line errors as any other notebook."""
+    refused = refusal(path)
+    if refused:
+        raise InputError("notebook", f"notebook {str(path)!r} is {refused.why}; {ALLOWED}")
+    if not path.is_file() or path.suffix != ".ipynb":
+        return _read_notebook(path)  # no such file, not a file, not a .ipynb: its line, before anything is read
+    import nbformat
+
+    check_notebook_size(path, path.stat().st_size)
+    try:
+        text = read_plain(path, "notebook").decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not valid notebook JSON ({_one_line(err)})") from None
+    notebook_json(path, text)  # nesting and nbformat checked, one line each
+    try:
+        with _quiet_nbformat():
+            return nbformat.reads(text, as_version=4)
+    except Exception as err:  # nbformat raises several types for structurally broken notebooks
+        raise ValueError(f"{path}: unreadable notebook ({_one_line(err)})") from None
 
 
 def _restore_missing_grade_cells(submission_nb, released_nb) -> list[str]:

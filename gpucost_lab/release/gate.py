@@ -7,12 +7,12 @@ A faster run must not win silently. :func:`gate` promotes a candidate over a bas
 2. **parity**: the candidate still reaches the same quality (the check is done elsewhere and passed in);
 3. **memory**: its peak memory fits the budget;
 4. **window**: its full run finishes inside the nightly window;
-5. **cost**: its cost to the quality target is lower *with 95% confidence*: the upper end of the 95%
-   interval of the ratio candidate / baseline is below 1, and the interval is narrow enough to act on
-   (:data:`gpucost_lab.compare.MAX_WIDTH_FACTOR`). Pass the ratio measured by an interleaved comparison
-   (:meth:`gpucost_lab.compare.Comparison.cost_to_target`); without one, the two results' own estimates
-   are compared as independent samples (:func:`gpucost_lab.stats.ratio_interval`). An "inconclusive" cost
-   never promotes.
+5. **cost**: its cost to the quality target is lower *with 95% confidence*: the whole 95% interval of the
+   ratio candidate / baseline lies below 1, the verdict "cheaper" of the course's one decision rule
+   (:func:`gpucost_lab.stats.decide`; the interval's width is the precision of the saving, not a condition).
+   Pass the ratio measured by an interleaved comparison (:meth:`gpucost_lab.compare.Comparison.cost_to_target`);
+   without one, the two results' own estimates are compared as independent samples
+   (:func:`gpucost_lab.stats.ratio_interval`). "Same", "inconclusive" and "more expensive" never promote.
 
 Anything else falls back: to the ``fallback`` named (e.g. the registry's last known-good release) or to
 the baseline. Every check's outcome, passed ones too, is written in the :class:`Decision`'s reasons.
@@ -196,7 +196,7 @@ def gate(
         reasons.append(
             "cost: "
             + comparison.reason.removeprefix("cost to target ").replace(
-                "x (95% CI", "x baseline cost to target (95% CI", 1
+                "x (95% interval", "x baseline cost to target (95% interval", 1
             )
         )
 

@@ -9,16 +9,23 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .._validate import InputError
-from ..atomic import atomic_write
+from ..atomic import Pending, prepare
 from .gate import Decision
 
 REGISTRY_FORMAT = "gpucost-lab release registry"
 REGISTRY_VERSION = 1
+# A recorded decision takes about 2 KB of JSON: 64 MiB hold some 30,000 of them, decades of nightly releases. A
+# larger file is refused before it is read (it is not one this module wrote), as is one nested deeper than
+# MAX_REGISTRY_DEPTH levels (the registry nests 6: document, history, entry, decision, reasons, a reason).
+MAX_REGISTRY_BYTES = 64 * 2**20
+MAX_REGISTRY_DEPTH = 32
 
 
 # --------------------------------------------------------------------------------------------------
@@ -59,19 +66,22 @@ class Registry:
 
     def _load(self) -> list[dict]:
         """The history, validated; an absent file is an empty registry, anything unreadable raises."""
-        try:
-            text = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        text = self._text()
+        if text is None:
             return []
-        except (OSError, UnicodeDecodeError) as e:
-            raise ValueError(f"release registry {str(self.path)!r} cannot be read: {e}") from e
+        depth = _depth(text)
+        if depth > MAX_REGISTRY_DEPTH:
+            raise ValueError(
+                f"release registry {str(self.path)!r} is nested {depth} levels deep; allowed: at most "
+                f"{MAX_REGISTRY_DEPTH} (a registry nests 6), so it is not one this module wrote"
+            )
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise ValueError(
                 f"release registry {str(self.path)!r} is not valid JSON ({e}); "
                 f"it was left untouched, restore it from a backup",
-            ) from e
+            ) from None
         if not isinstance(data, dict) or data.get("format") != REGISTRY_FORMAT:
             raise ValueError(
                 f"release registry {str(self.path)!r} must be a JSON object with "
@@ -96,6 +106,30 @@ class Registry:
                 f"{state!r}; it was edited by hand or is corrupt",
             )
         return history
+
+    def _text(self) -> str | None:
+        """The file's text; None when there is none yet. Refused: a special file (a FIFO's read may never end), a
+        file over :data:`MAX_REGISTRY_BYTES`, anything unreadable."""
+        where = f"release registry {str(self.path)!r}"
+        try:
+            status = os.stat(self.path)
+            if not stat.S_ISREG(status.st_mode):
+                kind = "a folder" if stat.S_ISDIR(status.st_mode) else "a FIFO, a socket or a device"
+                raise ValueError(
+                    f"{where} cannot be read: it is {kind}, not a regular file; allowed: a JSON file this module "
+                    f"wrote (or none yet)"
+                )
+            if status.st_size > MAX_REGISTRY_BYTES:
+                raise ValueError(
+                    f"{where} holds {status.st_size:,} bytes; allowed: at most {MAX_REGISTRY_BYTES:,} (some 30,000 "
+                    f"decisions), so it is not one this module wrote"
+                )
+            with open(self.path, "rb") as f:
+                return f.read(MAX_REGISTRY_BYTES + 1).decode("utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"{where} cannot be read: {getattr(e, 'strerror', None) or e}") from None
 
     def current(self) -> str | None:
         return _replay(self._load())["current"]
@@ -122,17 +156,29 @@ class Registry:
             )
         return at.isoformat()
 
-    def _save(self, history: list[dict]) -> None:
+    def _prepare(self, history: list[dict]) -> Pending:
         data = {"format": REGISTRY_FORMAT, "version": REGISTRY_VERSION, **_replay(history), "history": history}
-        atomic_write(self.path, lambda f: json.dump(data, f, indent=2, sort_keys=True))
+        return prepare(
+            self.path, lambda f: json.dump(data, f, indent=2, sort_keys=True), "x", encoding="utf-8", newline="\n"
+        )
 
-    def record(self, decision: Decision, at: datetime | None = None) -> dict:
-        """Append ``decision``, stamped ``at`` (default: the clock). Returns the entry written."""
+    def _save(self, history: list[dict]) -> None:
+        self._prepare(history).commit()
+
+    def prepare_record(self, decision: Decision, at: datetime | None = None) -> tuple[dict, Pending]:
+        """The entry :meth:`record` would append, and the new file written to its temporary name but not yet in
+        place (:class:`~gpucost_lab.atomic.Pending`: ``commit()`` records it, ``discard()`` leaves the registry as
+        it was), for a decision recorded together with another file."""
         if not isinstance(decision, Decision):
             raise InputError("decision", f"decision must be a Decision, got {type(decision).__name__}")
         history = self._load()
         entry = {"event": "decision", "recorded_at": self._timestamp(at), "decision": decision.to_dict()}
-        self._save(history + [entry])
+        return entry, self._prepare(history + [entry])
+
+    def record(self, decision: Decision, at: datetime | None = None) -> dict:
+        """Append ``decision``, stamped ``at`` (default: the clock). Returns the entry written."""
+        entry, pending = self.prepare_record(decision, at)
+        pending.commit()
         return entry
 
     def rollback(self, at: datetime | None = None) -> str:
@@ -150,6 +196,20 @@ class Registry:
         entry = {"event": "rollback", "recorded_at": self._timestamp(at), "from": state["current"], "to": target}
         self._save(history + [entry])
         return target
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL)  # possessive: linear on any text
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def _depth(text: str) -> int:
+    """The deepest nesting of arrays and objects in the JSON ``text`` (brackets inside strings do not count), found
+    without parsing, so that a document nested thousands deep is refused rather than left to a RecursionError."""
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_STRING.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def _rollback_target(state: dict) -> str | None:
@@ -191,4 +251,4 @@ def _replay(history: list) -> dict:
     return {"current": current, "last_known_good": good[-1] if good else None, "known_good": list(good)}
 
 
-__all__ = ["REGISTRY_FORMAT", "REGISTRY_VERSION", "Registry"]
+__all__ = ["MAX_REGISTRY_BYTES", "MAX_REGISTRY_DEPTH", "REGISTRY_FORMAT", "REGISTRY_VERSION", "Registry"]

@@ -27,10 +27,12 @@ Definitions:
 """
 
 from .allocations import allocations_by_phase
+from .copies import COPY_COLUMNS, copy_queueing
 from .diff import DIFF_VERDICTS, TraceDiff, diff
 from .idle import IDLE_CATEGORIES, idle_breakdown, idle_gaps
 from .kernels import KERNEL_TYPES, kernel_breakdown, kernel_type, kernels_by_name
 from .load import EVENT_COLUMNS, EXAMPLE_TRACES, KINDS, BusyIdle, Trace, example_trace, load_trace
+from .shapes import GAP_CALLER_COLUMNS, gap_callers, input_shapes, python_stack
 from .summary import COMPARE_COLUMNS, GAP_FLOOR_US, analyze, compare
 from .views import (
     annotations,
@@ -78,4 +80,10 @@ __all__ = [
     "TraceDiff",
     "diff",
     "allocations_by_phase",
+    "COPY_COLUMNS",
+    "copy_queueing",
+    "GAP_CALLER_COLUMNS",
+    "gap_callers",
+    "input_shapes",
+    "python_stack",
 ]

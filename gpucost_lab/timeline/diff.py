@@ -23,10 +23,12 @@ scale (:func:`gpucost_lab.stats.ratio_interval`, Welch-Satterthwaite degrees of 
 the after value over the before value. Across traces is the interval to trust: it holds run-to-run spread, which
 the steps of one trace cannot show.
 
-Lower is better for every line (each is a time per step for the same work). The verdict follows
-:class:`gpucost_lab.stats.RatioVerdict`: "better" (interval wholly below 1) or "worse" (wholly above 1) only when
-the interval spans at most ``max_width_factor`` (:data:`gpucost_lab.stats.MAX_WIDTH_FACTOR`); otherwise
-"inconclusive". Where the log scale cannot go, the line has no interval and its values are arithmetic means of
+Lower is better for every line (each is a time per step for the same work). The verdict follows the course's one
+decision rule (:func:`gpucost_lab.stats.decide`): "better" when the interval lies wholly below 1, "worse" when
+wholly above, "same" when it lies within the equivalence margin of 1 (``margin``, :data:`~gpucost_lab.stats.
+EQUIVALENCE_MARGIN`), else "inconclusive", whose reason says about how many more samples per side the observed
+spread would need (:func:`~gpucost_lab.stats.rounds_to_decide`). How wide the interval is never decides: it is the
+precision of the size. Where the log scale cannot go, the line has no interval and its values are arithmetic means of
 the samples: with a single sample on a side (one trace of one step), "inconclusive"; with a 0 ms sample (a phase
 or kernel absent from some steps, a step whose GPU never waited), "inconclusive", except that a line at 0 ms in
 every sample of one side and above 0 in every sample of the other (a phase removed, a kernel added) is "better"
@@ -42,11 +44,11 @@ import numpy as np
 import pandas as pd
 
 from .._validate import InputError, greater_than, integer_at_least
-from ..stats import MAX_WIDTH_FACTOR, Estimate, RatioVerdict, ratio_interval
+from ..stats import EQUIVALENCE_MARGIN, Estimate, RatioVerdict, ratio_interval, rounds_to_decide
 from .load import Trace, load_trace
 from .step_figures import per_step
 
-DIFF_VERDICTS = ("better", "worse", "inconclusive")
+DIFF_VERDICTS = ("better", "worse", "same", "inconclusive")
 _LABELS = {"step_time": "step time", "busy": "busy", "idle": "idle"}
 
 
@@ -118,7 +120,7 @@ class TraceDiff:
     before: Side
     after: Side
     lines: tuple[DiffLine, ...]
-    max_width_factor: float = MAX_WIDTH_FACTOR
+    margin: float = EQUIVALENCE_MARGIN
 
     def line(self, metric: str, name: str | None = None) -> DiffLine:
         """The line of ``metric`` (and ``name`` for a phase or kernel); KeyError when there is none."""
@@ -132,7 +134,7 @@ class TraceDiff:
             "device": self.device,
             "before": self.before.to_dict(),
             "after": self.after.to_dict(),
-            "max_width_factor": self.max_width_factor,
+            "equivalence_margin": self.margin,
             "lines": [ln.to_dict() for ln in self.lines],
         }
 
@@ -199,13 +201,13 @@ def _line(
     before: np.ndarray,
     after: np.ndarray,
     sides: tuple[Side, Side],
-    max_width_factor: float,
+    margin: float,
 ) -> DiffLine:
     subject = _LABELS[metric] if name is None else f"{metric} {name}"
     across = f"across {sides[0].interval_across} before, {sides[1].interval_across} after"
     if len(before) >= 2 and len(after) >= 2 and np.all(before > 0) and np.all(after > 0):
         b, a = Estimate.of(before), Estimate.of(after)
-        verdict = RatioVerdict(ratio_interval(a, b), subject, "better", "worse", max_width_factor)
+        verdict = RatioVerdict(ratio_interval(a, b), subject, "better", "worse", margin)
         low, high = verdict.interval.ci95_low, verdict.interval.ci95_high
         return DiffLine(
             metric,
@@ -216,7 +218,7 @@ def _line(
             low,
             high,
             verdict.verdict,
-            f"{verdict.reason} (lower is better; {across})",
+            f"{verdict.reason} (lower is better; {across}){_more(b, a, verdict, sides)}",
         )
     b, a = float(np.mean(before)), float(np.mean(after))
     said = f"{subject}: mean per step {b:.3f} ms before, {a:.3f} ms after"
@@ -263,6 +265,18 @@ def _line(
     )
 
 
+def _more(before: Estimate, after: Estimate, verdict: RatioVerdict, sides: tuple[Side, Side]) -> str:
+    """For an undecided line: about how many samples per side (traces, or steps of one trace) would decide it."""
+    if verdict.verdict != "inconclusive":
+        return ""
+    n = rounds_to_decide(np.hypot(before.log_std, after.log_std), after.mean_log - before.mean_log, verdict.margin)
+    if n is None:
+        return ""
+    unit = sides[0].interval_across if sides[0].interval_across == sides[1].interval_across else "samples"
+    have = min(before.n, after.n)
+    return f"; too few {unit} to decide: about {max(n, have + 1)} per side at this spread (now {have})"
+
+
 def _side(name: str, value) -> list:
     """``value`` (one path or Trace, or several) as a non-empty list."""
     items = [value] if isinstance(value, (str, os.PathLike, Trace)) else value
@@ -278,7 +292,7 @@ def _side(name: str, value) -> list:
     return items
 
 
-def diff(before, after, *, top: int = 5, max_width_factor: float = MAX_WIDTH_FACTOR) -> TraceDiff:
+def diff(before, after, *, top: int = 5, margin: float = EQUIVALENCE_MARGIN) -> TraceDiff:
     """Compare the ``after`` traces with the ``before`` traces per step (see the module doc).
 
     ``before`` and ``after`` are each a path, a :class:`Trace`, or a list of them (the same program's repeated
@@ -286,7 +300,7 @@ def diff(before, after, *, top: int = 5, max_width_factor: float = MAX_WIDTH_FAC
     unreadable trace or one without ``ProfilerStep#N`` steps, and when CPU-only and CUDA traces are mixed.
     """
     top = integer_at_least("top", top, 1)
-    max_width_factor = greater_than("max_width_factor", max_width_factor, 1.0)
+    margin = greater_than("margin", margin, 0.0)
     given = {"before": _side("before", before), "after": _side("after", after)}  # both checked before any load
     loaded = {which: [t if isinstance(t, Trace) else load_trace(t) for t in items] for which, items in given.items()}
     device = loaded["before"][0].device
@@ -307,7 +321,7 @@ def diff(before, after, *, top: int = 5, max_width_factor: float = MAX_WIDTH_FAC
             _samples([f[0][metric] for f in figures["before"]]),
             _samples([f[0][metric] for f in figures["after"]]),
             sides,
-            max_width_factor,
+            margin,
         )
         for metric in ("step_time", "busy", "idle")
     ]
@@ -318,10 +332,8 @@ def diff(before, after, *, top: int = 5, max_width_factor: float = MAX_WIDTH_FAC
         mean = {n: sum(float(np.mean(_samples([t.get(n, _zeros(t)) for t in per[w]]))) for w in per) for n in names}
         ranked = sorted(names, key=lambda n: (-mean[n], n))
         for n in ranked if key == "phase" else ranked[:top]:
-            lines.append(
-                _line(key, n, *(_samples([t.get(n, _zeros(t)) for t in per[w]]) for w in per), sides, max_width_factor)
-            )
-    return TraceDiff(device, sides[0], sides[1], tuple(lines), max_width_factor)
+            lines.append(_line(key, n, *(_samples([t.get(n, _zeros(t)) for t in per[w]]) for w in per), sides, margin))
+    return TraceDiff(device, sides[0], sides[1], tuple(lines), margin)
 
 
 def _zeros(table: pd.DataFrame) -> pd.Series:

@@ -2,12 +2,17 @@
 
 The file is read in blocks of about 1 MB. A cut goes after the block's last ``}`` when
 :func:`~gpucost_lab.trace_input.segment_depths` finds that ``}`` closing an event (depth back to the array's,
-outside strings; escapes followed), else where the numpy scan of every byte
-(:func:`~gpucost_lab.trace_input.structure`) finds the last comma between events. Both check the nesting depth
+outside strings; escapes followed) and the segment is at most :data:`FAST_SEGMENT` bytes long. Otherwise (an event
+longer than a block, braces inside strings) every byte after the last cut is scanned with numpy
+(:func:`~gpucost_lab.trace_input.structure`), a block at a time and once each, for the last comma between events:
+that scan also measures each string against :data:`~gpucost_lab.trace_input.MAX_STRING_BYTES`, the whitespace before
+the next event against :data:`~gpucost_lab.trace_input.MAX_WHITESPACE_BYTES` and the pending event against
+:data:`~gpucost_lab.trace_input.MAX_EVENT_BYTES`, so no input makes it hold more than one event and a block. A
+segment cut the cheap way is no longer than those limits, so it needs no measuring. Both ways check the nesting depth
 (:data:`~gpucost_lab.trace_input.MAX_DEPTH`) before anything is decoded. The few bytes outside the events (the
 document's other keys) go through ijson's parser, which checks that they are well-formed and names the key before
-each top-level array: ``traceEvents`` may come anywhere in the document, or the document may be a bare array of
-events (Chrome's "JSON array" format).
+each top-level array (their strings and numbers measured first): ``traceEvents`` may come anywhere in the document,
+or the document may be a bare array of events (Chrome's "JSON array" format).
 """
 
 from __future__ import annotations
@@ -17,7 +22,17 @@ import re
 import ijson
 import numpy as np
 
-from ..trace_input import MAX_DEPTH, segment_depths, structure, too_deep
+from ..trace_input import (
+    MAX_DEPTH,
+    MAX_EVENT_BYTES,
+    MAX_STRING_BYTES,
+    MAX_WHITESPACE_BYTES,
+    check_runs,
+    segment_depths,
+    structure,
+    too_deep,
+    too_long,
+)
 
 try:
     _IJSON = ijson.get_backend("yajl2_c")
@@ -25,6 +40,8 @@ except ImportError:  # pragma: no cover - the pure-Python backend is slower but 
     _IJSON = ijson
 
 BLOCK = 1 << 20  # bytes read at a time; a segment is about this long
+# A segment cut after a "}" without scanning every byte holds no string or run of whitespace longer than itself.
+FAST_SEGMENT = min(MAX_STRING_BYTES, MAX_WHITESPACE_BYTES)
 
 
 class MalformedTrace(ValueError):
@@ -32,6 +49,58 @@ class MalformedTrace(ValueError):
 
 
 _SPACE = re.compile(rb"[ \t\n\r]*")
+_TOKEN = np.ones(256, dtype=bool)  # bytes of a number or a literal (true, null, ...): all but these
+_TOKEN[list(b' \t\n\r,:[]{}"')] = False
+_WHITESPACE = np.zeros(256, dtype=bool)
+_WHITESPACE[list(b" \t\n\r")] = True
+
+
+class _Scan:
+    """The exact scan of the bytes after the last cut (which lies between events, at depth ``at``), a block at a
+    time and each byte once: how far it got and the state there, the last comma between events, where the array
+    closes, and the limits' runs so far (the open string, the whitespace between events, the bytes since the last
+    comma between events: the pending event with the whitespace around it)."""
+
+    def __init__(self, at: int):
+        self.at, self.done, self.state = at, 0, (at, False, False)
+        self.string = self.space = self.since = 0
+        self.comma = self.close = -1
+
+    def run(self, buf: bytes, path, max_depth: int) -> None:
+        while self.done < len(buf) and self.close < 0:
+            piece = buf[self.done : self.done + BLOCK]
+            depths, inside, after = structure(piece, path, *self.state, max_depth)
+            closes = np.flatnonzero(depths < self.at)
+            if len(closes):  # the array ends here: nothing after it belongs to the events
+                end = int(closes[0])
+                piece, depths, inside = piece[:end], depths[:end], inside[:end]
+                self.close = self.done + end
+            a = np.frombuffer(piece, np.uint8)
+            between = (depths == self.at) & ~inside
+            self.string = check_runs(inside, self.string, MAX_STRING_BYTES, path, "a string")
+            self.space = check_runs(between & _WHITESPACE[a], self.space, MAX_WHITESPACE_BYTES, path, "whitespace")
+            commas = np.flatnonzero((a == 44) & between)
+            if len(commas):
+                longest = max(self.since + int(commas[0]), int(np.diff(commas).max(initial=0)))
+                self.comma, self.since = self.done + int(commas[-1]), len(piece) - int(commas[-1])
+            else:
+                longest = self.since = self.since + len(piece)
+            if max(longest, self.since) > MAX_EVENT_BYTES:
+                raise too_long(path, "a trace event", MAX_EVENT_BYTES)
+            self.done += len(piece)
+            self.state = after
+
+
+class _Outside:
+    """Strings and numbers outside the events, measured before ijson (which would hold them whole) reads them."""
+
+    def __init__(self):
+        self.string = self.token = 0
+
+    def check(self, buf: bytes, inside: np.ndarray, path) -> None:
+        self.string = check_runs(inside, self.string, MAX_STRING_BYTES, path, "a string")
+        token = _TOKEN[np.frombuffer(buf, np.uint8)] & ~inside
+        self.token = check_runs(token, self.token, MAX_STRING_BYTES, path, "a number or literal")
 
 
 def segments(raw, path, max_depth: int = MAX_DEPTH):
@@ -39,14 +108,16 @@ def segments(raw, path, max_depth: int = MAX_DEPTH):
     JSON arrays of whole elements (``b"[...]"``), each depth-checked first; ijson checks the rest of the document."""
     parsed = ijson.sendable_list()
     rest = _IJSON.basic_parse_coro(parsed, use_float=True)  # the document less the events: well-formed, key names
-    buf, state, size, top, at, first = b"", (0, False, False), BLOCK, None, None, True
+    buf, state, size, top, at, first, scan, outside = b"", (0, False, False), BLOCK, None, None, True, None, _Outside()
     while True:
         data = raw.read(size)
         buf = buf + data if buf else data
         if at is None:  # outside the events: scan every byte for the "[" that opens them
             if top is None and buf.strip():
                 top = buf.lstrip()[:1]
-            start, state = _events_start(buf, path, state, max_depth, top, rest, parsed) if buf else (None, state)
+            start, state = (
+                _events_start(buf, path, state, max_depth, top, rest, parsed, outside) if buf else (None, state)
+            )
             if start is None:
                 buf = b""
                 if not data:
@@ -55,48 +126,52 @@ def segments(raw, path, max_depth: int = MAX_DEPTH):
                 continue
             if top == b"[":
                 top = b"[done"  # an array document holds one events array
-            at, first, buf = start[1], True, buf[start[0] + 1 :]
-        cut = _fast_cut(buf, at, first, path, max_depth)  # cheap: after the last "}" that ends an event
-        if cut is not None:
-            yield cut[1]
-            buf, first, size = buf[cut[0] :], False, BLOCK
-            continue
-        depths, inside, _ = structure(buf, path, at, False, False, max_depth)  # exact, every byte
-        closes = np.flatnonzero(depths < at)
-        if len(closes):  # the array ends in the buffer
-            end = int(closes[0])
+            at, first, buf, scan, outside = start[1], True, buf[start[0] + 1 :], None, _Outside()
+        if scan is None:
+            cut = _fast_cut(buf, at, first, path, max_depth)  # cheap: after the last "}" that ends an event
+            if cut is not None:
+                yield cut[1]
+                buf, first, size = buf[cut[0] :], False, BLOCK
+                continue
+            scan = _Scan(at)
+        scan.run(buf, path, max_depth)  # exact, every byte not scanned yet
+        if scan.close >= 0:  # the array ends in the buffer
+            end = scan.close
             if buf[end] != 93:
                 raise MalformedTrace("the traceEvents array is closed by '}'")
             body = _body(buf, first, end)
             if body is not None:
                 yield body
-            buf, at, state, size = buf[end + 1 :], None, (at - 1, False, False), BLOCK
+            buf, at, state, size, scan = buf[end + 1 :], None, (at - 1, False, False), BLOCK, None
             continue
-        commas = np.flatnonzero((np.frombuffer(buf, np.uint8) == 44) & (depths == at) & ~inside)
-        if len(commas) and int(commas[-1]) > _SPACE.match(buf).end():
-            cut = int(commas[-1])
+        if scan.comma > _SPACE.match(buf).end():
+            cut = scan.comma
             yield _body(buf, first, cut)
-            buf, first, size = buf[cut:], False, BLOCK
+            buf, first, size, scan = buf[cut:], False, BLOCK, None
         elif not data:
             raise MalformedTrace("the file ends inside the traceEvents array (truncated?)")
-        else:  # an element longer than the buffer: read more at a time
-            size *= 2
+        else:  # an element longer than the buffer: read more at a time (the scan holds it to the limits)
+            size = min(2 * size, MAX_EVENT_BYTES)
 
 
-def _events_start(buf: bytes, path, state, max_depth: int, top, rest, parsed) -> tuple[tuple | None, tuple]:
+def _events_start(
+    buf: bytes, path, state, max_depth: int, top, rest, parsed, outside: _Outside
+) -> tuple[tuple | None, tuple]:
     """``((where, depth), state after buf)``: where in ``buf`` (outside the events, from ``state``) the events
     array opens and its depth, or None; what comes before it goes to ijson (``rest``), which names the key
-    before it."""
+    before it. Strings and numbers are measured first (``outside``)."""
     depths, inside, after = structure(buf, path, *state, max_depth)
     fed = 0
     for i in np.flatnonzero((np.frombuffer(buf, np.uint8) == 91) & ~inside).tolist():  # "[" outside strings
         level = int(depths[i])
         if (level, top) in ((1, b"["), (2, b"{")):
+            outside.check(buf[fed:i], inside[fed:i], path)
             _feed(rest, parsed, buf[fed:i])
             fed = i
             if level == 1 or parsed[-1:] == [("map_key", "traceEvents")]:
                 _feed(rest, parsed, b"[]")
                 return (i, level), after
+    outside.check(buf[fed:], inside[fed:], path)
     _feed(rest, parsed, buf[fed:])
     return None, after
 
@@ -111,8 +186,8 @@ def _feed(rest, parsed: list, data: bytes) -> None:
 
 def _fast_cut(buf: bytes, at: int, first: bool, path, max_depth: int) -> tuple[int, bytes] | None:
     """``(end, segment)`` for the last ``}`` in ``buf`` (which starts between events) found to end an event by
-    the cheap check (three tries); None when it finds none."""
-    end = len(buf)
+    the cheap check (three tries), the segment at most :data:`FAST_SEGMENT` long; None when it finds none."""
+    end = min(len(buf), FAST_SEGMENT)
     for _ in range(3):
         p = buf.rfind(b"}", 0, end)
         if p < 0:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
+import stat
 import zlib
 from dataclasses import dataclass, field
 from numbers import Real
@@ -25,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .._validate import InputError, integer_at_least
-from ..trace_input import MAX_EVENTS, TraceRefused, no_usable_events
+from ..trace_input import MAX_EVENTS, MAX_TRACE_BYTES, TraceRefused, no_usable_events, too_large_trace
 from .framing import MalformedTrace
 from .reader import _MISSING, INTS, KINDS, read_events
 
@@ -43,6 +45,7 @@ EVENT_COLUMNS = [
     "bytes",
     "total_allocated_bytes",
     "device_type",
+    "input_dims",  # a cpu_op's input shapes as compact JSON ("[[128,256],[]]"), "" when not recorded
 ]
 _GPU_WORK = ["kernel", "memcpy", "memset"]
 _HOST_SYNC = [
@@ -95,11 +98,59 @@ def _window(start_us: float | None, end_us: float | None) -> tuple[float, float]
     return lo, hi
 
 
-def _open(path: Path):
-    """The file, decompressed when it is gzip (by content, not by name)."""
-    with open(path, "rb") as f:
+class _Capped:
+    """A binary file whose reads refuse (TraceRefused) more than ``limit`` bytes in all: a gzip file's output is
+    counted as it is decompressed, so a small file cannot unpack into more JSON than the largest trace allowed."""
+
+    def __init__(self, raw, path, limit: int, compressed: bool):
+        self._raw, self._path, self._left, self._compressed = raw, path, limit, compressed
+        self._limit = limit
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(min(size, self._left + 1) if size is not None and size >= 0 else self._left + 1)
+        self._left -= len(data)
+        if self._left < 0:
+            raise too_large_trace(self._path, self._limit, self._compressed)
+        return data
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _open(path: Path, max_bytes: int | None = None):
+    """The file, decompressed when it is gzip (by content, not by name), its output capped at ``max_bytes``. Opened
+    without blocking and checked on the open file: a FIFO, a socket or a device (whose read may never end, or never
+    start) is refused before a byte is read, as is a plain file over ``max_bytes`` (default
+    :data:`~gpucost_lab.trace_input.MAX_TRACE_BYTES`, read when called)."""
+    max_bytes = MAX_TRACE_BYTES if max_bytes is None else max_bytes
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise TraceRefused(
+                f"{path}: not a regular file (a FIFO, a socket or a device, whose reading may never end); "
+                f"allowed: a trace file (.json or .json.gz)"
+            )
+        os.set_blocking(fd, True)
+        f = os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
         gzipped = f.read(2) == b"\x1f\x8b"
-    return gzip.open(path, "rb") if gzipped else open(path, "rb")
+        f.seek(0)
+        if not gzipped and status.st_size > max_bytes:
+            raise too_large_trace(path, max_bytes)
+    except BaseException:
+        f.close()
+        raise
+    return _Capped(gzip.GzipFile(fileobj=f, mode="rb") if gzipped else f, path, max_bytes, gzipped)
 
 
 def _read_columns(
@@ -163,16 +214,22 @@ def load_trace(
     ``progress=True`` shows a progress bar (events read) in a terminal or notebook, for large traces.
 
     An event with an unusable ts, dur or integer arg is skipped and counted in ``Trace.skipped`` by reason.
-    Raises ValueError naming the file for a missing file, a directory, truncated or malformed JSON or gzip, JSON
-    nested too deep, more than ``max_events`` events, a trace without usable events, or a ``start_us``/``end_us``
-    window (absolute, as ``ts_us``) holding none. Limits and skip rules: :mod:`gpucost_lab.trace_input`.
+    Raises ValueError naming the file for a missing file, a directory, a FIFO, socket or device, truncated or
+    malformed JSON or gzip, JSON nested too deep, more than ``max_events`` events, more JSON than
+    :data:`~gpucost_lab.trace_input.MAX_TRACE_BYTES` (decompressed), a string, a run of whitespace or an event over
+    its limit, a trace without usable events, or a ``start_us``/``end_us`` window (absolute, as ``ts_us``) holding
+    none. Limits and skip rules: :mod:`gpucost_lab.trace_input`.
     """
     path = Path(path)
     lo, hi = _window(start_us, end_us)
     max_events = integer_at_least("max_events", max_events, 1)
-    if not path.exists():
-        raise ValueError(f"{path}: no such trace file")
-    if path.is_dir():
+    try:
+        status = os.stat(path)
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such trace file") from None
+    except OSError as exc:  # a name longer than the file system allows, a folder that cannot be searched, ...
+        raise ValueError(f"{path}: cannot read the trace file ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(status.st_mode):
         raise ValueError(f"{path}: is a directory, not a trace file (.json or .json.gz)")
     try:
         columns, texts, seen, skipped = _read_columns(path, lo, hi, progress, max_events)

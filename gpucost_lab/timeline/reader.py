@@ -21,6 +21,7 @@ allows it). Invalid UTF-8 anywhere still does.
 
 from __future__ import annotations
 
+import json
 import math
 from array import array
 from collections import Counter
@@ -56,7 +57,11 @@ _GPU_KINDS = frozenset({"kernel", "memcpy", "memset", "sync"})
 _MISSING = -(2**63)  # int64 sentinel for "argument absent"; becomes <NA>
 INTS = ("stream", "correlation", "bytes", "total_allocated_bytes", "device_type")
 TEXTS = ("name", "cat", "pid", "tid", "lane")
-COLUMNS = ("ts", "dur", "kind", *INTS, *TEXTS)
+# per event, not per sort: an operator's input shapes (``args["Input Dims"]``, recorded with record_shapes=True) as
+# compact JSON, "" without them; at most MAX_DIMS_CHARS characters, longer ones cut and ended with "..."
+INPUT_DIMS = "input_dims"
+MAX_DIMS_CHARS = 2000
+COLUMNS = ("ts", "dur", "kind", *INTS, *TEXTS, INPUT_DIMS)
 
 
 # ----------------------------------------------------------------------------------------------- fast path
@@ -70,6 +75,7 @@ class _Args(msgspec.Struct, gc=False, frozen=True):
     Bytes: _Int | None = _MISSING
     total: _Int | None = msgspec.field(default=_MISSING, name="Total Allocated")
     device: _Int | None = msgspec.field(default=_MISSING, name="Device Type")
+    dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
 
 
 _NO_ARGS = _Args()
@@ -136,6 +142,27 @@ class _Codes(dict):
 
 def _text(raw) -> str:
     return str(raw or "")
+
+
+def _dims_key(value):
+    """A decoded ``Input Dims`` as a key for its code (lists are not hashable): its compact JSON, None as ""."""
+    return "" if value is None else json.dumps(value, separators=(",", ":"), default=str)
+
+
+def _dims_text(value) -> str:
+    """An operator's ``Input Dims`` as compact JSON ("" when absent or null): the same text from the raw bytes of
+    the fast path and the decoded value of the exact one."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        if not value or bytes(value) == b"null":
+            return ""
+        try:
+            value = msgspec.json.decode(value)
+        except msgspec.MsgspecError:
+            return ""
+    if value is None or value == "":
+        return ""
+    text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), default=str)
+    return text if len(text) <= MAX_DIMS_CHARS else text[: MAX_DIMS_CHARS - 3] + "..."
 
 
 def _lane(kind: str, cat: str, stream: int | None, tid: str) -> str:
@@ -252,6 +279,10 @@ def _fast_columns(segment: bytes, lo: float, hi: float, sorts: _Sorts) -> tuple[
     for key in ("bytes", "total_allocated_bytes", "device_type"):
         cols[key] = np.full(len(rows), _MISSING, np.int64)
     kind = cols["kind"]
+    dims, ops = sorts._codes.setdefault(INPUT_DIMS, _Codes(_dims_text)), np.flatnonzero(kind == _K["cpu_op"])
+    cols[INPUT_DIMS] = np.full(len(rows), dims[b""], np.int32)
+    if len(ops):
+        cols[INPUT_DIMS][ops] = [dims[bytes(events[j].args.dims)] for j in rows[ops].tolist()]
     for at, fields in (
         ((kind == _K["memcpy"]) | (kind == _K["memset"]), (("bytes", "bytes"),)),
         (kind == _K["memory"], (("bytes", "Bytes"), ("total_allocated_bytes", "total"), ("device_type", "device"))),
@@ -307,6 +338,7 @@ def _exact_columns(segment: bytes, lo: float, hi: float, codes: dict) -> tuple[i
                 str(ev.get("pid")),
                 tid,
                 _lane(kind, cat, integers[0], tid),
+                args.get("Input Dims") if kind == "cpu_op" else None,
             )
         )
     span = (seen_lo, seen_hi) if seen_lo <= seen_hi else None
@@ -320,8 +352,10 @@ def _exact_columns(segment: bytes, lo: float, hi: float, codes: dict) -> tuple[i
     }
     for key, values in zip(INTS, columns[3:8]):
         cols[key] = np.array(values, np.int64)
-    for key, values in zip(TEXTS, columns[8:]):
+    for key, values in zip(TEXTS, columns[8:13]):
         cols[key] = np.fromiter(map(codes[key].__getitem__, values), np.int32, count=len(rows))
+    dims = codes.setdefault(INPUT_DIMS, _Codes(_dims_text))
+    cols[INPUT_DIMS] = np.fromiter((dims[_dims_key(v)] for v in columns[13]), np.int32, count=len(rows))
     return n, cols, skipped, span
 
 
@@ -331,6 +365,7 @@ _DTYPES = {
     "kind": np.int8,
     **dict.fromkeys(INTS, np.int64),
     **dict.fromkeys(TEXTS, np.int32),
+    INPUT_DIMS: np.int32,
 }
 
 
@@ -342,6 +377,7 @@ def read_events(raw, path, lo: float, hi: float, max_events: int, bar) -> tuple[
     Each column grows in one ``array.array`` (realloc: no copy per segment, no heap of small arrays left behind
     once they are joined: with per-segment arrays joined at the end, 10M events peaked 1 GB higher)."""
     codes = {"name": _Codes(_text), "cat": _Codes(_text), "pid": _Codes(), "tid": _Codes(), "lane": _Codes()}
+    codes[INPUT_DIMS] = _Codes(_dims_text)
     store, sorts = {key: array(np.dtype(_DTYPES[key]).char) for key in COLUMNS}, _Sorts(codes)
     read, seen, skipped = 0, [math.inf, -math.inf], Counter()
     for segment in segments(raw, path):

@@ -11,6 +11,7 @@ from .._validate import integer_at_least
 from .idle import idle_breakdown
 from .kernels import kernel_breakdown, kernels_by_name
 from .load import Trace, load_trace
+from .shapes import top_op_details
 from .views import (
     _busy_basis,
     _measure,
@@ -55,7 +56,9 @@ GAP_FLOOR_US = 1.0  # analyze() lists gaps of at least the trace clock's 1 us re
 def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_us: float | None = None) -> dict:
     """Every view at once, as plain JSON-ready values in milliseconds, times relative to the trace's first event.
 
-    Keys: device, span_ms, busy_ms, idle_ms, gaps, sync_points, memcpy, top_ops, peak_memory_bytes, phases, steps,
+    Keys: device, span_ms, busy_ms, idle_ms, gaps, sync_points, memcpy, top_ops (each with ``operator``,
+    ``input_shapes`` and ``stack``: :func:`~gpucost_lab.timeline.shapes.top_op_details`, empty lists when the trace
+    was recorded without ``record_shapes`` / ``with_stack``), peak_memory_bytes, phases, steps,
     skipped_events (``Trace.skipped``: the events left out, by reason), idle_breakdown (``idle_breakdown``'s rows,
     ``idle_ms``), kernels (``{"by_type": kernel_breakdown rows, "by_name": the top kernels_by_name rows}``, full names,
     ``total_ms``); the last two are empty lists on a CPU-only trace.
@@ -78,10 +81,17 @@ def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_
             gaps=_ms_records(_widest(table, top, min_us=GAP_FLOOR_US), origin_us, relative="start_us"),
         )
     points = sync_points(trace, **window)[["name", "ts_us", "duration_us"]]
+    ops = _ms_records(top_ops(trace, top, **window), origin_us)
+    details = top_op_details(trace, [o["name"] for o in ops], **window)
+    for o in ops:
+        d = details[o["name"]]
+        shapes = [{**s, "total_ms": s["total_us"] / 1e3} for s in d["input_shapes"]]
+        o.update(operator=d["operator"], input_shapes=[{k: v for k, v in s.items() if k != "total_us"} for s in shapes])
+        o["stack"] = d["stack"]
     result.update(
         sync_points=_ms_records(points, origin_us, relative="ts_us"),
         memcpy=_ms_records(memcpy_summary(trace, **window), origin_us),
-        top_ops=_ms_records(top_ops(trace, top, **window), origin_us),
+        top_ops=ops,
         peak_memory_bytes=_plain(peak_memory_bytes(trace, **window)),
         phases={p["name"]: p["total_ms"] for p in _ms_records(phases(trace, **window), origin_us)},
         steps=len(steps(trace, **window)),

@@ -6,6 +6,10 @@
   ``at::native::vectorized_elementwise_kernel<…>(…)``), unprintable characters escaped, at most 100 characters.
 - :func:`format_duration`: microseconds as ``µs``, ``ms`` or ``s`` by magnitude, never finer than the trace clock's
   1 µs resolution: ``0 µs``, ``<1 µs``, ``17 µs``, ``1.234 ms``, ``12.920 s``.
+- :func:`detail_line`: a top operation's input shapes (the two that take the most time) and Python stack, shortened
+  as names are, on one line; nothing when the trace recorded neither. The stack shows the three innermost frames
+  outside torch's own code (frames in ``torch/`` files and ``<built-in ...>`` calls left out; ``nn.Module: Name``
+  frames kept, they name the module), or the three innermost when there are none; ``--json`` keeps every frame.
 """
 
 from __future__ import annotations
@@ -109,6 +113,42 @@ def _wrapped(head: str, items: list[str], width: int = 150) -> list[str]:
     return [*lines, line]
 
 
+_TORCH_FRAMES = ("torch/", "<built-in")
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _shape(dims) -> str:
+    """One input-shape signature: ``[[128, 256], [512, 256], []]`` as ``(128x256, 512x256, -)``."""
+    if not isinstance(dims, list):
+        return printable(dims)
+    parts = ["x".join(map(str, d)) if isinstance(d, list) and d else "-" if d == [] else printable(d) for d in dims]
+    return "(" + ", ".join(parts) + ")"
+
+
+def detail_line(op: dict, indent: str = "      ", width: int = 150) -> list[str]:
+    """The shapes and stack line under one of ``analyze``'s ``top_ops`` (module doc); ``[]`` without either."""
+    parts = []
+    shapes = op.get("input_shapes") or []
+    if shapes:
+        shown = [f"{_shape(s['input_shapes'])} x{s['count']}" for s in shapes[:2]]
+        more = f" (+{len(shapes) - 2} more, --json)" if len(shapes) > 2 else ""
+        parts.append("shapes " + "; ".join(shown) + more)
+    stack = [f for f in op.get("stack") or [] if not str(f).startswith(_TORCH_FRAMES)] or op.get("stack") or []
+    if stack:
+        parts.append(
+            "stack " + " <- ".join(_clip(printable(f), 60) for f in stack[:3]) + (" <- …" if len(stack) > 3 else "")
+        )
+    if not parts:
+        return []
+    operator = op.get("operator")
+    via = f"by {short_name(operator, 50)}: " if operator and operator != op.get("name") else ""
+    text = printable(indent + via + " · ".join(parts))
+    return [text if len(text) <= width else text[: width - 1] + "…"]
+
+
 def _idle_lines(rows: list[dict]) -> list[str]:
     if not rows:
         return []
@@ -124,18 +164,20 @@ def _idle_lines(rows: list[dict]) -> list[str]:
     return lines
 
 
-def _kernel_lines(kernels: dict) -> list[str]:
+def _kernel_lines(kernels: dict, top_ops: list[dict] | None = None) -> list[str]:
     lines = []
+    details = {o["name"]: detail_line(o, indent="      launched ") for o in top_ops or []}
     if kernels["by_type"]:
         lines.append("GPU time by kernel type (HTA's kernel breakdown):")
         lines += [f"  {r['kernel_type']:<58} {_ms(r['total_ms']):>11}  {r['share']:6.1%}" for r in kernels["by_type"]]
     if kernels["by_name"]:
         lines.append("top kernels (full names in --json):")
-        lines += [
-            f"  {short_name(r['name']):<100} {r['kernel_type']:<13} {r['count']:>6}  {_ms(r['total_ms']):>11}"
-            f"  {r['share']:6.1%}"
-            for r in kernels["by_name"]
-        ]
+        for r in kernels["by_name"]:
+            lines.append(
+                f"  {short_name(r['name']):<100} {r['kernel_type']:<13} {r['count']:>6}  {_ms(r['total_ms']):>11}"
+                f"  {r['share']:6.1%}"
+            )
+            lines += details.get(r["name"], [])
     return lines
 
 
@@ -165,13 +207,14 @@ def render_analysis(out: dict, source: object = "trace", top: int = 10) -> str:
     lines += [f"  {c['direction']}: {c['count']} copies, {_ms(c['total_ms'])}" for c in out["memcpy"]]
     lines += _idle_lines(out.get("idle_breakdown", []))
     kernels = out.get("kernels", {"by_type": [], "by_name": []})
-    lines += _kernel_lines(kernels)
+    lines += _kernel_lines(kernels, out["top_ops"])
     if not kernels["by_name"]:
         lines.append("top operations:")
-        lines += [
-            f"  {short_name(o['name']):<100} {o['count']:>6}  {_ms(o['total_ms']):>11}  {o['share']:6.1%}"
-            for o in out["top_ops"]
-        ] or ["  none"]
+        for o in out["top_ops"]:
+            lines.append(f"  {short_name(o['name']):<100} {o['count']:>6}  {_ms(o['total_ms']):>11}  {o['share']:6.1%}")
+            lines += detail_line(o)
+        if not out["top_ops"]:
+            lines.append("  none")
     if out["phases"]:
         phases = list(out["phases"].items())
         items = [f"{short_name(k, 60)} {_ms(v)}" for k, v in phases[:top]]

@@ -88,9 +88,10 @@ def _recompute_line(ledger: MemoryLedger, result: LedgerResult) -> str:
 def _precision_line(base: MemoryLedger, ledger: MemoryLedger, result: LedgerResult) -> str:
     scaling = " with a loss scale" if result.precision == "fp16-mixed" else ""
     return (
-        f"{result.precision}{scaling} keeps activations in 16 bits: "
+        f"{result.precision}{scaling} counts activations in 16 bits: "
         f"{_gb(ledger.activation_gb_per_sample)} per sample instead of {_gb(base.activation_gb_per_sample)} in "
-        f"{base.precision} (static memory unchanged: the same bytes per parameter in every precision). "
+        f"{base.precision}, the most it can save (under autocast, ops kept in float32 and 16-bit weight copies "
+        f"keep more: measure it); static memory unchanged, the same bytes per parameter in every precision. "
         f"<b>It changes the arithmetic: confirm quality with a parity check (chapter 03) before trusting it</b>; "
         f"no speed-up is credited here until one is measured."
     )

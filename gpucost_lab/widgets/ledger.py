@@ -81,10 +81,11 @@ def memory_ledger_widget(
 
     Controls: a microbatch slider; inputs for static memory, activations per sample (in fp32), device memory and
     the reserve (entered in percent: 10 = 10% of the device kept free); the precision (fp32, bf16-mixed or
-    fp16-mixed: 16-bit activations, half the bytes per sample); the recomputation (none, selective, or full, which
-    is activation checkpointing); and the gradient accumulation steps K (1..16). The slider runs from 1 to 128, or
-    to one past the largest microbatch that fits the chosen settings when that is more; a change of any control
-    moves that end (the microbatch stays where it was while it is in range, else it drops to the new end).
+    fp16-mixed: 16-bit activations, counted as half the bytes per sample, an upper bound); the recomputation
+    (none, selective, or full, which is activation checkpointing); and the gradient accumulation steps K (1..16).
+    The slider runs from 1 to 128, or to one past the largest microbatch that fits the chosen settings when that
+    is more; a change of any control moves that end (the microbatch stays where it was while it is in range, else
+    it drops to the new end).
 
     Outputs: a verdict ("fits" with headroom, or "out of memory at block k" and by how much; the largest
     microbatch that fits; what recomputation saves and costs; the parity check a mixed precision needs; the global

@@ -4,7 +4,8 @@ The learners' answers are the class-grading benchmark's kinds (benchmarks/class_
 the reference answers with some sections left as released), copied by grade id into the notebook each learner
 fetched; the hostile learner's notebook is blank but for the gradebook writer of the grading-integrity attacks
 (tests/test_grading_workflow_attacks.py), aimed at the whole class folder: every gradebook, every learner's home,
-the exchange and the course.
+the exchange and the course, and for two cells at its end that display HTML meant to run in the instructor's
+formgrader (tests/test_grading_sanitize.py's hostile cells).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from hubrun import ROOT, HubError, HubRun, hubctl
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 import class_autograding  # noqa: E402
+from nbformat.v4 import new_code_cell, new_markdown_cell  # noqa: E402
+from test_grading_sanitize import HOSTILE_CELL, HOSTILE_MARKDOWN  # noqa: E402
 from test_grading_workflow_attacks import gradebook_writer  # noqa: E402
 
 LAB = hubctl.LAB
@@ -47,6 +50,8 @@ def answered(fetched: dict, kind: str, student: str, class_folder: Path) -> dict
             if kind == HOSTILE and first:
                 cell["source"] = gradebook_writer(class_folder) + "\n" + cell["source"]
             first = False
+    if kind == HOSTILE:  # and, at the end, a cell that displays HTML meant to run in the formgrader, and markdown
+        nb["cells"] += [new_code_cell(HOSTILE_CELL), new_markdown_cell(HOSTILE_MARKDOWN)]
     return nb
 
 

@@ -14,6 +14,8 @@ Expected scores, by hand from the lab's points (16 in all: sections 1-8 worth 3,
 - eve, hostile: a blank lab (0, not passed) whose first answer cell rewrites every gradebook it finds (every score to
   0, 100 points of extra credit and manual score) and empties every file it reaches under the class folder;
   graded after ana and before max and zoe, so it could reach a score already given and the files of those after it;
+  its last two cells display HTML and markdown meant to run in the formgrader (a script, event handlers, an iframe,
+  SVG, javascript: links, an application/javascript output): the formgrader's page of it holds none of them;
 - max, section 3 left as released: 16 - 3 = 13, passed;
 - zoe, sections 3 and 4 left as released: 16 - 3 - 1 = 12, not passed.
 
@@ -29,6 +31,7 @@ import sys
 import pytest
 from classflow import HOSTILE, LAB, NOTEBOOK, gradebook, run_class
 from hubrun import HubError, HubRun
+from test_grading_sanitize import active
 
 from gpucost_lab.grading.export import export_grades
 
@@ -113,6 +116,18 @@ def test_the_hostile_notebook_changed_nothing_else(hub_class):
     for part in hub_class.before:
         assert hub_class.after[part] == hub_class.before[part], f"{part} changed while the class was graded"
     assert len(hub_class.before) == 4 + len(LEARNERS) - 1  # course parts, exchange, three other learners
+
+
+def test_the_formgrader_shows_the_hostile_submission_with_nothing_that_runs(hub_class):
+    """The page the instructor opens to grade eve's lab by hand, as their own server renders it: none of what her
+    cells displayed can run there (tests/test_grading_sanitize.py's check), and what it said is still shown."""
+    run, instructor = hub_class.run, hub_class.run.klass.instructor
+    (eve,) = [s for s in run.formgrader(f"submitted_notebooks/{LAB}/{LAB}", method="GET") if s["student"] == "eve"]
+    page = run.request("GET", f"/user/{instructor}/formgrader/submissions/{eve['id']}/", user=instructor, raw=True)
+    page = page.decode("utf-8")
+    assert "formgrade.js" in page  # the formgrader's own page, its scripts loaded
+    assert active(page) == []
+    assert "PWN-LINK-HTML" in page and "Markdown answer KEEP-MD." in page  # the hostile cells ran and are shown
 
 
 def test_learners_have_no_formgrader(hub_class):
