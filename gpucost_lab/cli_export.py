@@ -63,7 +63,9 @@ def _canvas_ids(pairs: list[str]) -> dict[str, str]:
     for pair in pairs:
         name, sep, number = pair.partition("=")
         if not sep or not name or not re.fullmatch(r"[0-9]{1,20}", number.strip()):  # ASCII digits: "²" is a digit
-            raise InputError("canvas_ids", f"canvas_ids must be ASSIGNMENT=ID with a numeric Canvas id, got {pair!r}")
+            raise InputError(
+                "canvas_ids", f"canvas_ids must be ASSIGNMENT=ID with an ID of 1-20 digits 0-9, got {pair!r}"
+            )
         ids[name] = number.strip()
     return ids
 

@@ -4,7 +4,8 @@
   1e-320, 10**30, other scripts' digits, control characters, empty, ...), and every path argument given an awkward
   path (missing, a folder, a FIFO, a name longer than the file system allows, one ending in "/", empty): the command
   either answers (exit 0, its answer checked against a hand computation) or prints exactly one line on stderr and
-  exits with status 2. Never a traceback, never the internal-error status, never a hang (each case has a minute).
+  exits with status 2. Never a traceback, never the internal-error status, never a hang or more than 2 GB (each case
+  runs under a minute's alarm and an address-space cap of 2 GB above the process's size).
   The commands that measure (profile-to-cost, pipeline, plan) stop where their measuring starts: what they accepted
   must lie within the bounds the README states.
 - Generated traces, bad and good, read with the trace limits scaled down (so that the boundaries are reachable in
@@ -89,10 +90,32 @@ def deadline(seconds: int):
         signal.signal(signal.SIGALRM, previous)
 
 
+CASE_MEMORY = 2 * 2**30  # address space a case may add to this process's (RLIMIT_AS): far above any case's need
+
+
+@contextlib.contextmanager
+def memory_cap(extra: int):
+    """Cap this process's address space at its current size + ``extra`` (the soft limit, restored after), so that a
+    case that would need more fails (its command then says "out of memory", which the checks refuse)."""
+    try:
+        size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
+    except (OSError, StopIteration):  # not Linux: no cap
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = size + extra if hard == resource.RLIM_INFINITY else min(size + extra, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 def run(argv: list[str]) -> tuple[int, str, str, dict | None]:
-    """(exit status, stdout, stderr, what a measuring command accepted) of ``gpucost-lab ARGV`` in this process."""
+    """(exit status, stdout, stderr, what a measuring command accepted) of ``gpucost-lab ARGV`` in this process,
+    under a time cap and a memory cap."""
     out, err, accepted = io.StringIO(), io.StringIO(), None
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), deadline(60):
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), deadline(60), memory_cap(CASE_MEMORY):
         try:
             code = cli.main(argv)
         except SystemExit as exit_:  # argparse's own errors
@@ -255,7 +278,7 @@ def check_answer(command: str, argv: list[str], out: str, accepted: dict | None,
 
 def check_outcome(command: str, argv: list[str], code, out: str, err: str) -> None:
     assert code in (0, 2), (argv, code, err)
-    assert "Traceback" not in err, (argv, err)
+    assert "Traceback" not in err and "out of memory" not in err, (argv, err)
     lines = err.splitlines()
     assert all(line.startswith(f"gpucost-lab {command}: ") for line in lines), (argv, err)
     if code == 2:
@@ -288,13 +311,14 @@ def test_every_flag_given_an_awkward_value_answers_or_says_one_line(command, pla
 
 # ----------------------------------------------------------------------------------------------- generated traces
 # The trace limits scaled down, so that a generated trace can reach and pass each of them in a few hundred bytes.
-STRING, SPACE, EVENT, BLOCK, CAP = 96, 64, 400, 32, 1500
+STRING, SPACE, EVENT, BLOCK, CAP = 96, 64, 400, 32, 1000
 
 
-def _kernel(name: str, depth: int) -> bytes:
-    """A kernel event named ``name`` whose args hold lists nested to ``depth`` levels of the document."""
+def _kernel(name: str, depth: int, pad: int = 0) -> bytes:
+    """A kernel event named ``name`` whose args hold lists nested to ``depth`` levels of the document, and ``pad``
+    numbers (2 bytes each: a length without a long string or deeper nesting)."""
     shape = "[" * max(depth - 4, 0) + "]" * max(depth - 4, 0)
-    extra = f',"shape":{shape}' if depth > 4 else ""
+    extra = (f',"shape":{shape}' if depth > 4 else "") + (f',"pad":[{",".join("1" * pad)}]' if pad else "")
     return (
         f'{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":7,"ts":1,"dur":2,"args":{{"stream":7{extra}}}}}'
     ).encode()
@@ -304,13 +328,13 @@ def _kernel(name: str, depth: int) -> bytes:
 def traces(draw) -> tuple[bytes, bool, set, int]:
     """(file bytes, gzipped, the reasons it must be refused for (empty: loadable), the events it holds)."""
     reasons: set[str] = set()
-    n = draw(st.integers(1, 6))
+    n = draw(st.integers(1, 5))
     body, elements = [], []
     for i in range(n):
         name = "k" * draw(st.integers(0, STRING + 8))
-        depth = draw(st.sampled_from([3, 5, 40, 64, 65, 70]))
+        depth = draw(st.sampled_from([3] * 12 + [5, 40, 64, 64, 65, 70]))  # mostly flat: one reason at a time
         gap = b" " * draw(st.integers(0, SPACE + 8))
-        event = _kernel(name, depth)
+        event = _kernel(name, depth, draw(st.integers(0, 110)))
         if len(name) + 1 > STRING:  # the string's bytes from its opening quote (as the loader counts them)
             reasons.add("string")
         if len(gap) > SPACE:
