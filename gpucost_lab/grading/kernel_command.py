@@ -113,7 +113,8 @@ def python_binds() -> list[str]:
     folders |= {Path(p).resolve() for p in sys.path if p and Path(p).is_dir() and "site-packages" in p}
     bound = sorted((f for f in folders if not str(f).startswith(("/usr/", "/bin", "/lib"))), key=lambda p: len(p.parts))
     bound = [f for i, f in enumerate(bound) if not any(f.is_relative_to(g) for g in bound[:i])]
-    made = {a for f in bound for a in f.parents if a != Path("/") and not any(a.is_relative_to(g) for g in bound)}
+    mounts = {Path("/"), Path("/tmp"), Path("/dev"), Path("/dev/shm")}  # ours (a sized tmpfs, 1777): never chmod
+    made = {a for f in bound for a in f.parents if a not in mounts and not any(a.is_relative_to(g) for g in bound)}
     binds = [arg for f in bound for arg in ("--ro-bind", str(f), str(f))]
     return binds + [arg for a in sorted(made, key=lambda p: len(p.parts)) for arg in ("--chmod", "0755", str(a))]
 
