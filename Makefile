@@ -1,6 +1,6 @@
 # Two commands do all the set-up: `make lab` and `make test`.
 PYTHON ?= python3
-# This Makefile's folder (make -f from elsewhere, as tests/test_grading.py does, still finds its scripts).
+# This Makefile's folder (make -f from elsewhere, as tests/grading/test_autograde.py does, still finds its scripts).
 HERE := $(dir $(abspath $(firstword $(MAKEFILE_LIST))))
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -93,7 +93,7 @@ labs: install
 
 # Re-sync every notebook of chapters/ and solutions/ with its text form in text/ (MyST Markdown, paired in
 # jupytext.toml): the side edited last wins, then every cell gets its stable id (text/sync.py). Run it after
-# editing either side; tests/test_notebook_pairs.py fails while a pair is out of step.
+# editing either side; tests/project/test_notebook_pairs.py fails while a pair is out of step.
 .PHONY: notebooks
 notebooks: install
 	$(BIN)/python text/sync.py

@@ -32,7 +32,7 @@ from gpucost_lab.grading.course import autograde_steps  # noqa: E402
 
 autograde_steps(c)
 c.SandboxedExecute.timeout = 30
-# Each learner's lab numbers derive from their student id (gpucost_lab.variants), as they did in the learner's
+# Each learner's lab numbers derive from their student id (gpucost_lab.course.variants), as they did in the learner's
 # JupyterLab on the hub (JUPYTERHUB_USER). False grades every submission as the self-study lab.
 c.SandboxedExecute.per_learner_variants = True
 c.Execute.timeout = 30

@@ -1,6 +1,6 @@
 """Time per optimizer step with gradient accumulation: K microbatches of B/K against one batch of B.
 
-Model fitted (the ledger's stated model, ``gpucost_lab.memory_model``):
+Model fitted (the ledger's stated model, ``gpucost_lab.memory.figures``):
 
     T(B, K) = o + K x c + B x p
 
@@ -46,7 +46,7 @@ import torch
 from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 from torch import nn
 
-from gpucost_lab.contract import cpu_model
+from gpucost_lab.measure.contract import cpu_model
 
 BATCHES = (32, 64, 128, 256)
 ACCUMULATION = (1, 2, 4, 8)

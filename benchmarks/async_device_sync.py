@@ -1,13 +1,13 @@
 """Synchronized versus unsynchronized timing on the CPU's asynchronous device (chapter 01), on the real clock.
 
-:class:`gpucost_lab.async_device.AsyncDevice` queues work on a thread, as CUDA queues kernels. Each step queues
+:class:`gpucost_lab.measure.async_device.AsyncDevice` queues work on a thread, as CUDA queues kernels. Each step queues
 ``--work-ms`` of device work (a sleep). Synchronized timing waits for it; unsynchronized timing stops the clock when
 the steps are queued, so it reports a throughput far above the synchronized one. The synchronized figure is the
 reference, measured in the same run; the verdict is "pass" when the unsynchronized throughput is at least
 ``--target-ratio`` times it (5 by default), else "short". Prints one JSON line.
 
 This was a unit test's assertion until issue 11: a real-time ratio depends on the machine's load, so the unit test
-(tests/test_async_device.py) now runs the device on a clock that counts the work done instead.
+(tests/measure/test_async_device.py) now runs the device on a clock that counts the work done instead.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import time
 
 from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 
-from gpucost_lab.async_device import AsyncDevice
-from gpucost_lab.contract import BenchmarkContract
-from gpucost_lab.timing import measure, measure_unsynchronized
+from gpucost_lab.measure.async_device import AsyncDevice
+from gpucost_lab.measure.contract import BenchmarkContract
+from gpucost_lab.measure.timing import measure, measure_unsynchronized
 
 
 def main() -> int:

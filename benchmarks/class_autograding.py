@@ -79,9 +79,9 @@ def _meta(cell):
 
 def _lever(student: str) -> str:
     """The lever for this learner's job: the first that targets their largest overhead phase (their lab's numbers
-    derive from their id, gpucost_lab.variants; the reference solution's own lever fits the self-study job)."""
-    from gpucost_lab.training_sim import LOOP_LEVERS
-    from gpucost_lab.variants import lab_variant
+    derive from their id, gpucost_lab.course.variants; the reference solution's own lever fits the self-study job)."""
+    from gpucost_lab.course.variants import lab_variant
+    from gpucost_lab.loop.simulated import LOOP_LEVERS
 
     seconds = lab_variant(LAB, student).loop().reference_balance().set_index("phase")["seconds"]
     largest = seconds.drop("forward_backward").idxmax()

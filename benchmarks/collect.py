@@ -309,12 +309,12 @@ GPU_BENCHES: tuple[Bench, ...] = (
     Bench(
         "gpu_tests",
         "benchmarks/gpu_check.sh",
-        (Row("the CUDA tests (tests/test_gpu.py and the CUDA tests elsewhere)", "all pass, none skipped", gpu_tests),),
+        (Row("the CUDA tests (tests/project/test_gpu.py and the CUDA tests elsewhere)", "all pass, none skipped", gpu_tests),),
         timed=False,
     ),
     Bench(
         "gpu_profile_to_cost",
-        "gpucost_lab/cli.py",
+        "gpucost_lab/cli/main.py",
         (
             Row(
                 "the worked example on the GPU (`profile-to-cost --device cuda`)",

@@ -29,12 +29,13 @@ from pathlib import Path
 import torch
 from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 
-from gpucost_lab.compare import compare_steps
-from gpucost_lab.contract import BenchmarkContract
-from gpucost_lab.profiling import profile_window
+from gpucost_lab.measure.compare import compare_steps
+from gpucost_lab.measure.contract import BenchmarkContract
+from gpucost_lab.measure.profiling import profile_window
+from gpucost_lab.quality.tasks import ClassificationTask
+from gpucost_lab.quality.train import TrainingStep
 from gpucost_lab.stats import EQUIVALENCE_MARGIN
 from gpucost_lab.timeline import diff
-from gpucost_lab.workloads import ClassificationTask, TrainingStep
 
 
 def one_run(kind: str, rounds: int, measured_steps: int, max_seconds: float, seed: int) -> dict:

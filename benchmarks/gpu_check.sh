@@ -27,13 +27,13 @@ SITE=${GPU_CHECK_SITE:-/tmp/gpucost-site}
 WHEELS=(msgspec==0.23.0 ijson==3.6.0 hypothesis==6.170.17 sortedcontainers==2.4.0)
 PLATFORMS=(manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 manylinux1_x86_64)
 
-# The CUDA tests: tests/test_gpu.py (marker gpu) and the tests elsewhere that skip without CUDA.
+# The CUDA tests: tests/project/test_gpu.py (marker gpu) and the tests elsewhere that skip without CUDA.
 TESTS=(
-    tests/test_gpu.py
-    tests/test_phases.py::test_memory_sampler_sees_a_tensor_on_cuda
-    tests/test_phases.py::test_phase_timer_synchronizes_cuda_by_default
-    tests/test_quality.py::test_half_precision_on_cuda_reaches_the_target_with_parity
-    tests/test_tf32.py::test_on_cuda_the_worked_example_is_bounded_by_the_tf32_peak_when_allowed
+    tests/project/test_gpu.py
+    tests/loop/test_phases.py::test_memory_sampler_sees_a_tensor_on_cuda
+    tests/loop/test_phases.py::test_phase_timer_synchronizes_cuda_by_default
+    tests/quality/test_parity.py::test_half_precision_on_cuda_reaches_the_target_with_parity
+    tests/roofline/test_bound_tf32.py::test_on_cuda_the_worked_example_is_bounded_by_the_tf32_peak_when_allowed
 )
 TESTS_LIMIT_S=150
 
@@ -101,7 +101,7 @@ if ((${#missing[@]})); then
 fi
 "$PYTHON" -m pip install --quiet --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" .whl/*.whl
 export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
-"$PYTHON" -c 'import gpucost_lab.cli, hypothesis' || { echo "gpu_check: gpucost_lab does not import" >&2; exit 2; }
+"$PYTHON" -c 'import gpucost_lab.cli.main, hypothesis' || { echo "gpu_check: gpucost_lab does not import" >&2; exit 2; }
 
 out=${OUT:-artifacts/gpu}
 mkdir -p "$out"

@@ -27,9 +27,9 @@ import tempfile
 
 import torch
 
-from gpucost_lab.compare import compare_steps
-from gpucost_lab.contract import BenchmarkContract
-from gpucost_lab.launch_overhead import ManySmallOps, compile_model, forward_step, price_compile
+from gpucost_lab.measure.compare import compare_steps
+from gpucost_lab.measure.contract import BenchmarkContract
+from gpucost_lab.pipeline.launch_overhead import ManySmallOps, compile_model, forward_step, price_compile
 
 BATCH, LAYERS, WIDTH, STEPS = 32, 24, 64, 10_000
 SAME_FUNCTION_ABS = 1e-4

@@ -33,11 +33,11 @@ from dataclasses import replace
 
 import torch
 
-from gpucost_lab.compare import compare_steps
-from gpucost_lab.contract import BenchmarkContract
-from gpucost_lab.device import synchronizer
-from gpucost_lab.pipeline import IMAGE_SHAPE, LoaderConfig, measure_settings, settings_table
-from gpucost_lab.pipeline_compare import compare_configs
+from gpucost_lab.measure.compare import compare_steps
+from gpucost_lab.measure.contract import BenchmarkContract
+from gpucost_lab.measure.device import synchronizer
+from gpucost_lab.pipeline.compare import compare_configs
+from gpucost_lab.pipeline.loader import IMAGE_SHAPE, LoaderConfig, measure_settings, settings_table
 from gpucost_lab.stats import Estimate
 
 LARGE_BYTES = 64 * 2**20

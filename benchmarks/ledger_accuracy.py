@@ -4,7 +4,7 @@ Models: an MLP (784-1024-1024-10), a small CNN (three Conv2d+ReLU+MaxPool2d bloc
 small transformer (``nn.TransformerEncoder``, 2 layers, d_model 128, 4 heads, sequence 64, mean-pooled into a
 Linear head). All float32, AdamW, batch ``--batch``; every batch owns its storage (``.clone()``).
 
-- ledger: ``gpucost_lab.model_memory.measure_model_memory(...).activation_bytes_per_sample`` (the storages autograd
+- ledger: ``gpucost_lab.memory.from_model.measure_model_memory(...).activation_bytes_per_sample`` (the storages autograd
   saves for backward).
 - independent: the CPU profiler's ``[memory]`` events (``profile_memory=True``) during a real training step after
   two warm-up steps. Activation bytes = the allocator's running total just after the forward returns minus the
@@ -55,8 +55,8 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from gpucost_lab.contract import cpu_model
-from gpucost_lab.model_memory import measure_model_memory
+from gpucost_lab.measure.contract import cpu_model
+from gpucost_lab.memory.from_model import measure_model_memory
 
 
 class TinyTransformer(nn.Module):

@@ -42,7 +42,7 @@ def version_of(distribution: str) -> str | None:
 
 def cpu_model() -> str:
     try:
-        from gpucost_lab.contract import cpu_model as contract_cpu_model
+        from gpucost_lab.measure.contract import cpu_model as contract_cpu_model
     except ImportError:  # not importable here: what the platform module says
         return platform.processor() or platform.machine() or "unknown"
     return contract_cpu_model()

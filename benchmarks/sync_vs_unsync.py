@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from gpucost_lab.contract import BenchmarkContract
-from gpucost_lab.profile_to_cost import LinearWorkload
-from gpucost_lab.roofline import check_throughput, count_flops, find_accelerator
-from gpucost_lab.timing import measure, measure_unsynchronized
+from gpucost_lab.course.profile_to_cost import LinearWorkload
+from gpucost_lab.measure.contract import BenchmarkContract
+from gpucost_lab.measure.timing import measure, measure_unsynchronized
+from gpucost_lab.roofline.bound import check_throughput, count_flops, find_accelerator
 
 
 def main() -> None:

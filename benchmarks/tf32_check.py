@@ -12,10 +12,10 @@ import json
 
 import torch
 
-from gpucost_lab import profile_to_cost
-from gpucost_lab.contract import BenchmarkContract
-from gpucost_lab.roofline import bounding_peak, check_throughput, find_accelerator
-from gpucost_lab.timing import measure
+from gpucost_lab.course import profile_to_cost
+from gpucost_lab.measure.contract import BenchmarkContract
+from gpucost_lab.measure.timing import measure
+from gpucost_lab.roofline.bound import bounding_peak, check_throughput, find_accelerator
 
 N = 8192
 

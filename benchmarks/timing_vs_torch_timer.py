@@ -1,12 +1,12 @@
-"""``gpucost_lab.timing.measure`` against ``torch.utils.benchmark.Timer(...).blocked_autorange()``.
+"""``gpucost_lab.measure.timing.measure`` against ``torch.utils.benchmark.Timer(...).blocked_autorange()``.
 
 The same step functions, the same thread count (``Timer`` defaults to ONE thread; here it is given
 ``torch.get_num_threads()``), measured in alternation ``--rounds`` times so that drift of a shared machine
 falls on both alike:
 
-- ``linear``: the worked example's training step, ``gpucost_lab.profile_to_cost.LinearWorkload.step``
+- ``linear``: the worked example's training step, ``gpucost_lab.course.profile_to_cost.LinearWorkload.step``
   (Linear(1024, 1024), batch 256, MSE loss, SGD);
-- ``mlp``: ``gpucost_lab.workloads.TrainingStep(ClassificationTask(), batch_size=256)`` (a small MLP step).
+- ``mlp``: ``gpucost_lab.quality.train.TrainingStep(ClassificationTask(), batch_size=256)`` (a small MLP step).
 
 Ours runs ``--repeats`` repeats of enough steps to last about as long as one Timer run (``--min-run-time``).
 Ours is measured twice per round: as shipped (Python's garbage collector on) and with ``gc.disable()``, as timeit
@@ -36,11 +36,12 @@ import torch
 import torch.utils.benchmark as tb
 from machine import Run  # benchmarks/machine.py: date, load average, machine and versions of the run
 
-from gpucost_lab.contract import BenchmarkContract
-from gpucost_lab.profile_to_cost import LinearWorkload
+from gpucost_lab.course.profile_to_cost import LinearWorkload
+from gpucost_lab.measure.contract import BenchmarkContract
+from gpucost_lab.measure.timing import measure
+from gpucost_lab.quality.tasks import ClassificationTask
+from gpucost_lab.quality.train import TrainingStep
 from gpucost_lab.stats import Estimate
-from gpucost_lab.timing import measure
-from gpucost_lab.workloads import ClassificationTask, TrainingStep
 
 
 def timer_run(step, threads: int, min_run_time: float):

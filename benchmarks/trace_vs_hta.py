@@ -201,7 +201,7 @@ def main() -> None:
     ok = all(synth["targets_met"].values())
     import torch  # only for the version line
 
-    from gpucost_lab.contract import cpu_model  # here: the HTA child runs this script where gpucost_lab is not
+    from gpucost_lab.measure.contract import cpu_model  # here: the HTA child runs this script where gpucost_lab is not
 
     print(
         json.dumps(

@@ -3,7 +3,7 @@
 Bad input anywhere raises :class:`InputError` (a ValueError) naming the field in ``err.field``.
 """
 
-from ._validate import InputError
+from gpucost_lab._validate import InputError
 
 __version__ = "0.1.0"
 __all__ = ["InputError", "__version__"]

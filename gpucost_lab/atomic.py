@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, BinaryIO, TextIO
 
-from ._validate import TEMPORARY_NAME_EXTRA_BYTES, output_file
+from gpucost_lab._validate import TEMPORARY_NAME_EXTRA_BYTES, output_file
 
 STARTED_AT = time.time()  # "older than this process": the module is loaded when the package's commands start
 

@@ -12,9 +12,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from ._validate import FLOAT_MAX, InputError, fraction, greater_than, positive, too_large
-from .stats import Estimate, Interval, combine
-from .timing import Measurement
+from gpucost_lab._validate import FLOAT_MAX, InputError, fraction, greater_than, positive, too_large
+from gpucost_lab.measure.timing import Measurement
+from gpucost_lab.stats import Estimate, Interval, combine
 
 SECONDS_PER_HOUR = 3600.0
 DEFAULT_PRICE_PER_HOUR_USD = 2.10  # the course's stated assumption

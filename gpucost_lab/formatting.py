@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from .stats import Estimate, Interval
+from gpucost_lab.stats import Estimate, Interval
 
 
 def format_bytes(n_bytes: int) -> str:

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ._validate import InputError
+from gpucost_lab._validate import InputError
 
 #: The confidence of every interval the course prints (a sequential comparison's is simultaneous over its looks).
 CONFIDENCE = 0.95

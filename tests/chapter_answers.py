@@ -7,7 +7,7 @@ the chapter's own objects, or the choice the section argues for.
 ``DISPLAYED`` has one row per numeric checkpoint, keyed by chapter: where the chapter displays the value (a regular
 expression over the text outputs of the cells above the question; its groups are the displayed figures), what a
 learner writes from that display, the digits the check compares to, and plausible mistakes. Adding a chapter is
-adding its rows under its file name (tests/test_checkpoint_display.py says what is checked).
+adding its rows under its file name (tests/course/test_checkpoint_display.py says what is checked).
 """
 
 from __future__ import annotations

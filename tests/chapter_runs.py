@@ -172,7 +172,7 @@ def run_chapter(path: Path, kind: str, workdir: Path) -> ChapterRun:
 
 
 # --------------------------------------------------------------------------------------------------
-# the probes of the displayed values (tests/test_checkpoint_display.py)
+# the probes of the displayed values (tests/course/test_checkpoint_display.py)
 
 
 def cell_index(nb, grade_id: str) -> int:

@@ -19,12 +19,12 @@ KIND_BY_PATH = {
     "hub/test_hub_browser.py": ("browser", "slow"),  # a JupyterHub, a learner in Chromium
     "hub/test_hub_class.py": ("grading", "slow"),  # a JupyterHub class, autograded with the formgrader
     "hub/test_hub_load.py": ("grading", "slow"),  # the same at 30 learners (opt-in)
-    "test_class_grading_reuse.py": ("grading",),
-    "test_grade_export.py": ("grading",),  # grades read from nbgrader's gradebook
-    "test_grading.py": ("grading",),
-    "test_grading_attacks.py": ("grading",),
-    "test_grading_workflow_attacks.py": ("grading",),
-    "test_make_lab.py": ("slow",),  # JupyterLab started by `make lab`
+    "grading/test_classes_reuse.py": ("grading",),
+    "grading/test_export.py": ("grading",),  # grades read from nbgrader's gradebook
+    "grading/test_autograde.py": ("grading",),
+    "grading/test_attacks.py": ("grading",),
+    "grading/test_workflow_attacks.py": ("grading",),
+    "project/test_make_lab.py": ("slow",),  # JupyterLab started by `make lab`
 }
 TESTS = Path(__file__).resolve().parent
 
@@ -87,7 +87,7 @@ def chapter_run(tmp_path_factory):
 
 @pytest.fixture
 def contract():
-    from gpucost_lab.contract import BenchmarkContract
+    from gpucost_lab.measure.contract import BenchmarkContract
 
     def make(**kw):
         args = dict(

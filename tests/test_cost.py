@@ -7,8 +7,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from gpucost_lab import cost
+from gpucost_lab.measure.timing import Measurement
 from gpucost_lab.stats import Estimate
-from gpucost_lab.timing import Measurement
 
 
 def test_course_question_20_percent_faster_25_percent_more_steps():

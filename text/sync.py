@@ -8,7 +8,7 @@ holds every cell's source, type and metadata (nbgrader's included) and the noteb
 the cell ids, which are derived from the text form by ``cell_ids``, so a notebook regenerated from its text form
 gets them back. ``sync`` runs ``jupytext --sync`` on every pair (the side edited last wins: a new or edited text
 form updates its notebook and the other way round) and then writes the stable ids into every notebook.
-``tests/test_notebook_pairs.py`` fails when a pair is out of step.
+``tests/project/test_notebook_pairs.py`` fails when a pair is out of step.
 """
 
 from __future__ import annotations

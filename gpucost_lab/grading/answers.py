@@ -36,15 +36,15 @@ def _course_types() -> dict[str, type]:
     """The course types an answer may be, by qualified name; each is rebuilt by its constructor from plain fields."""
     import pandas as pd
 
-    from ..compare import Comparison, RatioVerdict
-    from ..contract import BenchmarkContract
-    from ..memory import MemoryLedger
-    from ..phases import PhaseTimer
-    from ..quality import ParityReport
-    from ..release import CandidateResult, Decision
-    from ..simulate import SimConfig
-    from ..stats import Estimate, Interval
-    from ..timing import Measurement
+    from gpucost_lab.loop.phases import PhaseTimer
+    from gpucost_lab.measure.compare import Comparison
+    from gpucost_lab.measure.contract import BenchmarkContract
+    from gpucost_lab.measure.timing import Measurement
+    from gpucost_lab.memory.ledger import MemoryLedger
+    from gpucost_lab.quality.parity import ParityReport
+    from gpucost_lab.release import CandidateResult, Decision
+    from gpucost_lab.simulate.config import SimConfig
+    from gpucost_lab.stats import Estimate, Interval, RatioVerdict
 
     return {
         f"{t.__module__}.{t.__qualname__}": t
@@ -70,8 +70,8 @@ def _special(cls: type) -> str | None:
     """The course types that are not plain dataclasses, by how they are sent."""
     import pandas as pd
 
-    from ..phases import PhaseTimer
-    from ..stats import Estimate, Interval
+    from gpucost_lab.loop.phases import PhaseTimer
+    from gpucost_lab.stats import Estimate, Interval
 
     return {pd.DataFrame: "frame", PhaseTimer: "timer", Interval: "interval", Estimate: "estimate"}.get(cls)
 

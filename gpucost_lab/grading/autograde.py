@@ -16,9 +16,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .._validate import InputError
-from ..atomic import atomic_write_bytes
-from .course import (
+from gpucost_lab._validate import InputError
+from gpucost_lab.atomic import atomic_write_bytes
+from gpucost_lab.grading.course import (
     COURSE_ID,
     Course,
     GradingError,
@@ -28,12 +28,19 @@ from .course import (
     _quiet_stderr,
     generate_course,
 )
-from .gradebook_cells import apply_flags, gradebook_flags
-from .notebooks import DEFAULT_TIMEOUT_S, _check_student, _check_timeout, _grade_ids, _quiet_nbformat, _read_notebook
-from .passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark
-from .reports import GradeReport
-from .sandbox import require as require_sandbox
-from .submission import (
+from gpucost_lab.grading.gradebook_cells import apply_flags, gradebook_flags
+from gpucost_lab.grading.notebooks import (
+    DEFAULT_TIMEOUT_S,
+    _check_student,
+    _check_timeout,
+    _grade_ids,
+    _quiet_nbformat,
+    _read_notebook,
+)
+from gpucost_lab.grading.passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark
+from gpucost_lab.grading.reports import GradeReport
+from gpucost_lab.grading.sandbox import require as require_sandbox
+from gpucost_lab.grading.submission import (
     Submission,
     _cell_messages,
     _drop_duplicate_grade_ids,
@@ -187,7 +194,7 @@ def grade(
 ) -> GradeReport:
     """Autograde one submitted notebook with nbgrader and report its score against the pass mark.
 
-    ``student`` is the learner's id: their lab's numbers derive from it (:mod:`gpucost_lab.variants`), so the
+    ``student`` is the learner's id: their lab's numbers derive from it (:mod:`gpucost_lab.course.variants`), so the
     checks expect that learner's answers. None grades the self-study lab (as the id "student"), and so does
     ``self_study=True`` whatever the id.
 

@@ -26,14 +26,14 @@ import stat
 import tempfile
 from pathlib import Path
 
-from .._validate import InputError
-from ..atomic import atomic_write_text
-from .autograde import autograde_in
-from .course import Course, GradingError, _config, copy_course, generate_course
-from .links import ALLOWED, offending, refusal
-from .notebooks import DEFAULT_TIMEOUT_S, _check_assignment, _check_source_root, _check_timeout
-from .sandbox import require as require_sandbox
-from .submission import read_submission
+from gpucost_lab._validate import InputError
+from gpucost_lab.atomic import atomic_write_text
+from gpucost_lab.grading.autograde import autograde_in
+from gpucost_lab.grading.course import Course, GradingError, _config, copy_course, generate_course
+from gpucost_lab.grading.links import ALLOWED, offending, refusal
+from gpucost_lab.grading.notebooks import DEFAULT_TIMEOUT_S, _check_assignment, _check_source_root, _check_timeout
+from gpucost_lab.grading.sandbox import require as require_sandbox
+from gpucost_lab.grading.submission import read_submission
 
 COLUMNS = ["student", "score", "max_score", "percent", "passed", "error"]
 _ALLOWED = "allowed: a folder holding <student>/<notebook>.ipynb or <student>.ipynb, one per student"
@@ -95,7 +95,7 @@ def _init_worker(scratch: str, timeout_s: int) -> None:
     import nbgrader.api  # noqa: F401
     import nbgrader.converters  # noqa: F401
 
-    from . import answers, execute, run  # noqa: F401
+    from gpucost_lab.grading import answers, execute, run  # noqa: F401
 
     answers._course_types()  # pandas and the course's modules (torch among them)
     _WORKER.update(scratch=Path(scratch), timeout_s=timeout_s, courses={}, made=0)
@@ -256,7 +256,7 @@ def grade_class(
     ``passed`` is False). ``timeout_s`` is the per-cell limit (an infinite loop fails its cell, the rest is
     graded). Feedback pages go to ``feedback_dir`` as ``<student>_<notebook>_feedback.html`` when given; without
     it none is made. ``progress=True`` shows a tqdm bar. Each student's lab numbers derive from their id
-    (:mod:`gpucost_lab.variants`); ``self_study=True`` grades every submission as the self-study lab instead.
+    (:mod:`gpucost_lab.course.variants`); ``self_study=True`` grades every submission as the self-study lab instead.
 
     Raises ``ValueError`` naming the input for a missing folder, one with no submission at all, ``workers`` < 1,
     a bad ``timeout_s``, ``source_root``, ``assignment`` or ``feedback_dir`` (checked before any grading), and

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from .notebooks import _ANSI, _one_line
+from gpucost_lab.grading.notebooks import _ANSI, _one_line
 
 #: The course id used in the gradebook (the same as in the repository's nbgrader_config.py).
 COURSE_ID = "gpucost-lab"
@@ -117,7 +117,7 @@ def autograde_steps(c) -> None:
     (the autograded notebook is written after its last step, so the one on disk is clean and no score depends on
     it), and by every HTML export of the course, the feedback pages and the formgrader's view, so an autograded
     notebook written before is shown sanitized too."""
-    from .sandbox import BeforeAutograde
+    from gpucost_lab.grading.sandbox import BeforeAutograde
 
     c.Autograde.pre_convert_hook = BeforeAutograde(c)
     c.Autograde.sanitize_preprocessors = [

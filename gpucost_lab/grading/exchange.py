@@ -20,7 +20,7 @@ import stat
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.utils import ignore_patterns
 
-from .links import ALLOWED, copy_plain, offending
+from gpucost_lab.grading.links import ALLOWED, copy_plain, offending
 
 
 class SafeExchangeCollect(ExchangeCollect):

@@ -30,9 +30,9 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Integer, Unicode
 
-from ..variants import LEARNER_ENV
-from . import answers as _answers
-from . import sandbox as _sandbox
+from gpucost_lab.course.variants import LEARNER_ENV
+from gpucost_lab.grading import answers as _answers
+from gpucost_lab.grading import sandbox as _sandbox
 
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 HIDDEN_NOTE = "# (hidden checks ran here when this lab was graded; they are not shown)"
@@ -278,7 +278,7 @@ class SandboxedExecute(NbGraderPreprocessor):
     per_learner_variants = Bool(
         True,
         help="each student's lab numbers derive from their student id "
-        "(gpucost_lab.variants); False grades every submission as the "
+        "(gpucost_lab.course.variants); False grades every submission as the "
         "self-study lab",
     ).tag(config=True)
     learner = Unicode(
@@ -288,8 +288,8 @@ class SandboxedExecute(NbGraderPreprocessor):
     ).tag(config=True)
 
     def preprocess(self, nb, resources):
-        from .gradebook_cells import setup_sources
-        from .run import run_submission
+        from gpucost_lab.grading.gradebook_cells import setup_sources
+        from gpucost_lab.grading.run import run_submission
 
         folder = Path(resources.get("metadata", {}).get("path") or ".")
         limits = _sandbox.Limits(memory_mb=self.memory_mb, cpu_s=self.total_timeout)
@@ -341,7 +341,7 @@ def _copy_submission(
     import logging
     import stat
 
-    from . import links
+    from gpucost_lab.grading import links
 
     dest.mkdir(parents=True, exist_ok=True)
     if folder is None or not folder.is_dir():

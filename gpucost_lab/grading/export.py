@@ -30,8 +30,8 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._validate import InputError, input_file, output_file
-from ..atomic import atomic_write_text
+from gpucost_lab._validate import InputError, input_file, output_file
+from gpucost_lab.atomic import atomic_write_text
 
 FORMATS = ("canvas", "moodle", "csv")
 CANVAS_IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -132,7 +132,7 @@ def read_gradebook(path: str | os.PathLike, course_id: str = "gpucost-lab") -> l
     from nbgrader.api import Gradebook
     from sqlalchemy.exc import SAWarning, SQLAlchemyError
 
-    from .nbgrader_export import PassMarkExportPlugin
+    from gpucost_lab.grading.nbgrader_export import PassMarkExportPlugin
 
     path = Path(path)
     _check_gradebook(path)

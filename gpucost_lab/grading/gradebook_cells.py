@@ -91,7 +91,7 @@ class GradebookCells(NbGraderPreprocessor):
 def _check_submitted(nb, resources, notebook: str) -> None:
     """The bounds ``grade`` checks when it reads a submission, for the plain ``nbgrader autograde`` too: the size,
     and nbformat 4 (nbgrader upgrades an nbformat 3 notebook as it reads it, noting ``orig_nbformat``)."""
-    from .notebooks import check_notebook_size
+    from gpucost_lab.grading.notebooks import check_notebook_size
 
     path = Path(resources.get("metadata", {}).get("path") or ".") / f"{notebook}.ipynb"
     if path.is_file():

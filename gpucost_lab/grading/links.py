@@ -26,7 +26,7 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePath
 
-from .._validate import InputError
+from gpucost_lab._validate import InputError
 
 ALLOWED = "allowed: plain files and folders (no symbolic or hard links, device files, FIFOs or sockets)"
 

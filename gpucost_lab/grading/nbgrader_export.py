@@ -16,8 +16,8 @@ import csv
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 
-from ..atomic import atomic_write
-from .passmark import meets_pass_mark
+from gpucost_lab.atomic import atomic_write
+from gpucost_lab.grading.passmark import meets_pass_mark
 
 #: The columns of nbgrader 0.9's CsvExportPlugin, then the verdict.
 COLUMNS = [

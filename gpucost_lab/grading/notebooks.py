@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from .._validate import InputError
+from gpucost_lab._validate import InputError
 
 #: The lab graded when no assignment is named.
 DEFAULT_ASSIGNMENT = "profile_training_loop"

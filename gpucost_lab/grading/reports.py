@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .passmark import PASS_MARK_PERCENT, SCORE_DECIMALS, _points_text, points_to_pass
+from gpucost_lab.grading.passmark import PASS_MARK_PERCENT, SCORE_DECIMALS, _points_text, points_to_pass
 
 HIDDEN_TESTS_NOTE = (
     "visible tests only: hidden tests run when the lab is graded and may still fail, so this is "

@@ -17,12 +17,12 @@ from jupyter_client.asynchronous import AsyncKernelClient
 from nbformat.v4 import new_output
 from traitlets import default
 
-from ..variants import LEARNER_ENV
-from . import answers as _answers
-from . import confine
-from . import kernel_command as _command
-from . import sandbox as _sandbox
-from .execute import (
+from gpucost_lab.course.variants import LEARNER_ENV
+from gpucost_lab.grading import answers as _answers
+from gpucost_lab.grading import confine
+from gpucost_lab.grading import kernel_command as _command
+from gpucost_lab.grading import sandbox as _sandbox
+from gpucost_lab.grading.execute import (
     MAX_CELLS,
     Checks,
     LearnerError,

@@ -27,8 +27,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import confine
-from . import kernel_command as _command
+from gpucost_lab.grading import confine
+from gpucost_lab.grading import kernel_command as _command
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def _drop_links(folder: Path) -> None:
     submission: nbgrader ignores what it raises). A notebook removed so is then not graded."""
     import logging
 
-    from .links import offending
+    from gpucost_lab.grading.links import offending
 
     for refused in sorted(offending(folder), key=lambda r: len(r.path.parts), reverse=True):
         logging.getLogger("gpucost_lab.grading").warning("not graded: %s", refused)

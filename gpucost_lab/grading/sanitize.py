@@ -44,7 +44,7 @@ from bleach.sanitizer import BleachSanitizerFilter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
-from .sanitize_css import _CSS, _StyleSheets
+from gpucost_lab.grading.sanitize_css import _CSS, _StyleSheets
 
 #: The elements a learner's HTML may keep: text, lists, tables. Any other element is shown as text.
 ALLOWED_TAGS = frozenset(

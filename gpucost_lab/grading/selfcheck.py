@@ -5,13 +5,19 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..variants import LEARNER_ENV, _learner, current_learner
-from .course import _path_with_this_python, _quiet_stderr
-from .execute import HIDDEN_MARK
-from .notebooks import DEFAULT_TIMEOUT_S, _check_timeout, _nbgrader_meta, _quiet_nbformat, _read_notebook
-from .passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark, points_to_pass
-from .reports import SelfCheckReport
-from .submission import _cell_messages
+from gpucost_lab.course.variants import LEARNER_ENV, _learner, current_learner
+from gpucost_lab.grading.course import _path_with_this_python, _quiet_stderr
+from gpucost_lab.grading.execute import HIDDEN_MARK
+from gpucost_lab.grading.notebooks import (
+    DEFAULT_TIMEOUT_S,
+    _check_timeout,
+    _nbgrader_meta,
+    _quiet_nbformat,
+    _read_notebook,
+)
+from gpucost_lab.grading.passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark, points_to_pass
+from gpucost_lab.grading.reports import SelfCheckReport
+from gpucost_lab.grading.submission import _cell_messages
 
 #: Set in the environment of the kernel a self-check starts, so the lab's own self-check cell does nothing there.
 SELF_CHECK_ENV = "GPUCOST_LAB_SELF_CHECK"
@@ -23,7 +29,7 @@ def self_check(
     """Run the saved notebook at ``path`` (the learner's copy: visible tests only) and report the points its
     test cells pass, against the pass mark. Call it from the lab's last cell after saving.
 
-    ``learner`` is whose numbers the lab runs with (:mod:`gpucost_lab.variants`): by default the id in the
+    ``learner`` is whose numbers the lab runs with (:mod:`gpucost_lab.course.variants`): by default the id in the
     environment, as in the learner's JupyterLab; None for the self-study lab. Grading with the same id
     (``gpucost-lab grade --student ID``) expects the same numbers.
 

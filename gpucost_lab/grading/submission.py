@@ -13,9 +13,9 @@ import dataclasses
 import os
 from pathlib import Path
 
-from .._validate import InputError
-from .links import ALLOWED, read_plain, refusal
-from .notebooks import (
+from gpucost_lab._validate import InputError
+from gpucost_lab.grading.links import ALLOWED, read_plain, refusal
+from gpucost_lab.grading.notebooks import (
     DEFAULT_ASSIGNMENT,
     _check_assignment,
     _check_source_root,

@@ -2,7 +2,7 @@
 
 A faster run must not win silently. :func:`gate` promotes a candidate over a baseline only if
 
-1. **contract**: both were measured under the same :class:`~gpucost_lab.contract.BenchmarkContract`,
+1. **contract**: both were measured under the same :class:`~gpucost_lab.measure.contract.BenchmarkContract`,
    except the fields named in ``allow`` (the change under test, e.g. ``dtype``);
 2. **parity**: the candidate still reaches the same quality (the check is done elsewhere and passed in);
 3. **memory**: its peak memory fits the budget;
@@ -10,13 +10,13 @@ A faster run must not win silently. :func:`gate` promotes a candidate over a bas
 5. **cost**: its cost to the quality target is lower *with 95% confidence*: the whole 95% interval of the
    ratio candidate / baseline lies below 1, the verdict "cheaper" of the course's one decision rule
    (:func:`gpucost_lab.stats.decide`; the interval's width is the precision of the saving, not a condition).
-   Pass the ratio measured by an interleaved comparison (:meth:`gpucost_lab.compare.Comparison.cost_to_target`);
+   Pass the ratio measured by an interleaved comparison (:meth:`gpucost_lab.measure.compare.Comparison.cost_to_target`);
    without one, the two results' own estimates are compared as independent samples
    (:func:`gpucost_lab.stats.ratio_interval`). "Same", "inconclusive" and "more expensive" never promote.
 
 Anything else falls back: to the ``fallback`` named (e.g. the registry's last known-good release) or to
 the baseline. Every check's outcome, passed ones too, is written in the :class:`Decision`'s reasons.
-Each side is a :class:`~gpucost_lab.runs.CandidateResult`.
+Each side is a :class:`~gpucost_lab.release.candidate.CandidateResult`.
 """
 
 from __future__ import annotations
@@ -24,12 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 
-from .._validate import InputError, integer_at_least, one_of, positive
-from ..compare import RatioVerdict
-from ..contract import ContractMismatch
-from ..formatting import _pair, format_bytes, format_hours
-from ..runs import CandidateResult
-from ..stats import Estimate, ratio_interval
+from gpucost_lab._validate import InputError, integer_at_least, one_of, positive
+from gpucost_lab.formatting import _pair, format_bytes, format_hours
+from gpucost_lab.measure.contract import ContractMismatch
+from gpucost_lab.release.candidate import CandidateResult
+from gpucost_lab.stats import Estimate, RatioVerdict, ratio_interval
 
 ACTIONS = ("promote", "fallback")
 # The gate's checks, in the order they are reported.

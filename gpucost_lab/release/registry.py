@@ -15,9 +15,9 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .._validate import InputError
-from ..atomic import Pending, prepare
-from .gate import Decision
+from gpucost_lab._validate import InputError
+from gpucost_lab.atomic import Pending, prepare
+from gpucost_lab.release.gate import Decision
 
 REGISTRY_FORMAT = "gpucost-lab release registry"
 REGISTRY_VERSION = 1

@@ -26,15 +26,16 @@ Definitions:
   are sync points of their own (overlapping ones on one stream merged). N ``.item()`` calls are N sync points.
 """
 
-from .allocations import allocations_by_phase
-from .copies import COPY_COLUMNS, copy_queueing
-from .diff import DIFF_VERDICTS, TraceDiff, diff
-from .idle import IDLE_CATEGORIES, idle_breakdown, idle_gaps
-from .kernels import KERNEL_TYPES, kernel_breakdown, kernel_type, kernels_by_name
-from .load import EVENT_COLUMNS, EXAMPLE_TRACES, KINDS, BusyIdle, Trace, example_trace, load_trace
-from .shapes import GAP_CALLER_COLUMNS, gap_callers, input_shapes, python_stack
-from .summary import COMPARE_COLUMNS, GAP_FLOOR_US, analyze, compare
-from .views import (
+from gpucost_lab.timeline.allocations import allocations_by_phase
+from gpucost_lab.timeline.copies import COPY_COLUMNS, copy_queueing
+from gpucost_lab.timeline.diff import DIFF_VERDICTS, TraceDiff, diff
+from gpucost_lab.timeline.idle import IDLE_CATEGORIES, idle_breakdown, idle_gaps
+from gpucost_lab.timeline.kernels import KERNEL_TYPES, kernel_breakdown, kernel_type, kernels_by_name
+from gpucost_lab.timeline.load import EVENT_COLUMNS, EXAMPLE_TRACES, BusyIdle, Trace, example_trace, load_trace
+from gpucost_lab.timeline.reader import KINDS
+from gpucost_lab.timeline.shapes import GAP_CALLER_COLUMNS, gap_callers, input_shapes, python_stack
+from gpucost_lab.timeline.summary import COMPARE_COLUMNS, GAP_FLOOR_US, analyze, compare
+from gpucost_lab.timeline.views import (
     annotations,
     busy_idle,
     gaps,

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .load import Trace
-from .views import _memory, annotations
+from gpucost_lab.timeline.load import Trace
+from gpucost_lab.timeline.views import _memory, annotations
 
 COLUMNS = ["phase", "start_us", "duration_us", "at_start_bytes", "peak_bytes", "at_end_bytes", "change_bytes"]
 
@@ -32,7 +32,7 @@ def allocations_by_phase(trace: Trace, device_type: int | None = 0) -> pd.DataFr
     if mem.empty:
         raise ValueError(
             f"{trace.path}: no [memory] events on device type {device_type}; profile with "
-            "profile_memory=True (gpucost_lab.profiling.profile_window records them by default)"
+            "profile_memory=True (gpucost_lab.measure.profiling.profile_window records them by default)"
         )
     origin = float(trace.events["ts_us"].min())
     ts = mem["ts_us"].to_numpy(dtype=float) - origin

@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validate import one_of
-from .load import _DIRECTIONS, Trace
-from .views import _select
+from gpucost_lab._validate import one_of
+from gpucost_lab.timeline.load import _DIRECTIONS, Trace
+from gpucost_lab.timeline.views import _select
 
 COPY_COLUMNS = ["name", "ts_us", "stream", "bytes", "copy_us", "host_call_us", "waited_us", "overlapped_kernel_us"]
 

@@ -43,10 +43,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validate import InputError, greater_than, integer_at_least
-from ..stats import EQUIVALENCE_MARGIN, Estimate, RatioVerdict, ratio_interval, rounds_to_decide
-from .load import Trace, load_trace
-from .step_figures import per_step
+from gpucost_lab._validate import InputError, greater_than, integer_at_least
+from gpucost_lab.stats import EQUIVALENCE_MARGIN, Estimate, RatioVerdict, ratio_interval, rounds_to_decide
+from gpucost_lab.timeline.load import Trace, load_trace
+from gpucost_lab.timeline.step_figures import per_step
 
 DIFF_VERDICTS = ("better", "worse", "same", "inconclusive")
 _LABELS = {"step_time": "step time", "busy": "busy", "idle": "idle"}

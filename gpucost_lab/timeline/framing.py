@@ -1,15 +1,15 @@
 """Cutting a trace file's ``traceEvents`` array into segments of whole events, in bounded memory: :func:`segments`.
 
 The file is read in blocks of about 1 MB. A cut goes after the block's last ``}`` when
-:func:`~gpucost_lab.trace_input.segment_depths` finds that ``}`` closing an event (depth back to the array's,
+:func:`~gpucost_lab.timeline.limits.segment_depths` finds that ``}`` closing an event (depth back to the array's,
 outside strings; escapes followed) and the segment is at most :data:`FAST_SEGMENT` bytes long. Otherwise (an event
 longer than a block, braces inside strings) every byte after the last cut is scanned with numpy
-(:func:`~gpucost_lab.trace_input.structure`), a block at a time and once each, for the last comma between events:
-that scan also measures each string against :data:`~gpucost_lab.trace_input.MAX_STRING_BYTES`, the whitespace before
-the next event against :data:`~gpucost_lab.trace_input.MAX_WHITESPACE_BYTES` and the pending event against
-:data:`~gpucost_lab.trace_input.MAX_EVENT_BYTES`, so no input makes it hold more than one event and a block. A
+(:func:`~gpucost_lab.timeline.limits.structure`), a block at a time and once each, for the last comma between events:
+that scan also measures each string against :data:`~gpucost_lab.timeline.limits.MAX_STRING_BYTES`, the whitespace before
+the next event against :data:`~gpucost_lab.timeline.limits.MAX_WHITESPACE_BYTES` and the pending event against
+:data:`~gpucost_lab.timeline.limits.MAX_EVENT_BYTES`, so no input makes it hold more than one event and a block. A
 segment cut the cheap way is no longer than those limits, so it needs no measuring. Both ways check the nesting depth
-(:data:`~gpucost_lab.trace_input.MAX_DEPTH`) before anything is decoded. The few bytes outside the events (the
+(:data:`~gpucost_lab.timeline.limits.MAX_DEPTH`) before anything is decoded. The few bytes outside the events (the
 document's other keys) go through ijson's parser, which checks that they are well-formed and names the key before
 each top-level array (their strings and numbers measured first): ``traceEvents`` may come anywhere in the document,
 or the document may be a bare array of events (Chrome's "JSON array" format).
@@ -22,7 +22,7 @@ import re
 import ijson
 import numpy as np
 
-from ..trace_input import (
+from gpucost_lab.timeline.limits import (
     MAX_DEPTH,
     MAX_EVENT_BYTES,
     MAX_STRING_BYTES,

@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validate import non_negative
-from .load import _GPU_WORK, Trace, _clip, _window
-from .views import _launched_before_last_step, _select
+from gpucost_lab._validate import non_negative
+from gpucost_lab.timeline.load import _GPU_WORK, Trace, _clip, _window
+from gpucost_lab.timeline.views import _launched_before_last_step, _select
 
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
 CONSECUTIVE_KERNEL_DELAY_US = 30.0  # HTA's default (its docstring says ns; it compares it with microsecond times)

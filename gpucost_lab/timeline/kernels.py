@@ -29,9 +29,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from .._validate import integer_at_least
-from .load import _GPU_WORK, Trace, _clip, _window
-from .views import _launched_before_last_step, _runs, _select
+from gpucost_lab._validate import integer_at_least
+from gpucost_lab.timeline.load import _GPU_WORK, Trace, _clip, _window
+from gpucost_lab.timeline.views import _launched_before_last_step, _runs, _select
 
 KERNEL_TYPES = ("computation", "communication", "memory")  # the order of the names in an overlap label
 _COMMUNICATION = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")

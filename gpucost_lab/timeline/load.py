@@ -26,10 +26,10 @@ import ijson
 import numpy as np
 import pandas as pd
 
-from .._validate import InputError, integer_at_least
-from ..trace_input import MAX_EVENTS, MAX_TRACE_BYTES, TraceRefused, no_usable_events, too_large_trace
-from .framing import MalformedTrace
-from .reader import _MISSING, INTS, KINDS, read_events
+from gpucost_lab._validate import InputError, integer_at_least
+from gpucost_lab.timeline.framing import MalformedTrace
+from gpucost_lab.timeline.limits import MAX_EVENTS, MAX_TRACE_BYTES, TraceRefused, no_usable_events, too_large_trace
+from gpucost_lab.timeline.reader import _MISSING, INTS, KINDS, read_events
 
 EVENT_COLUMNS = [
     "name",
@@ -127,7 +127,7 @@ def _open(path: Path, max_bytes: int | None = None):
     """The file, decompressed when it is gzip (by content, not by name), its output capped at ``max_bytes``. Opened
     without blocking and checked on the open file: a FIFO, a socket or a device (whose read may never end, or never
     start) is refused before a byte is read, as is a plain file over ``max_bytes`` (default
-    :data:`~gpucost_lab.trace_input.MAX_TRACE_BYTES`, read when called)."""
+    :data:`~gpucost_lab.timeline.limits.MAX_TRACE_BYTES`, read when called)."""
     max_bytes = MAX_TRACE_BYTES if max_bytes is None else max_bytes
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
@@ -216,9 +216,9 @@ def load_trace(
     An event with an unusable ts, dur or integer arg is skipped and counted in ``Trace.skipped`` by reason.
     Raises ValueError naming the file for a missing file, a directory, a FIFO, socket or device, truncated or
     malformed JSON or gzip, JSON nested too deep, more than ``max_events`` events, more JSON than
-    :data:`~gpucost_lab.trace_input.MAX_TRACE_BYTES` (decompressed), a string, a run of whitespace or an event over
+    :data:`~gpucost_lab.timeline.limits.MAX_TRACE_BYTES` (decompressed), a string, a run of whitespace or an event over
     its limit, a trace without usable events, or a ``start_us``/``end_us`` window (absolute, as ``ts_us``) holding
-    none. Limits and skip rules: :mod:`gpucost_lab.trace_input`.
+    none. Limits and skip rules: :mod:`gpucost_lab.timeline.limits`.
     """
     path = Path(path)
     lo, hi = _window(start_us, end_us)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .._validate import InputError
-from .load import Trace
-from .text import format_duration, short_name
+from gpucost_lab._validate import InputError
+from gpucost_lab.timeline.load import Trace
+from gpucost_lab.timeline.text import format_duration, short_name
 
 _ABSOLUTE = ("start_us", "ts_us", "end_us")  # absolute clock values in the views' tables
 _NAMES = ("name", "before", "after")

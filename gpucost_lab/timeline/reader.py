@@ -8,7 +8,7 @@ stream)`` is one of few *sorts* (names times threads), each worked out once (kep
 so per event only a lookup and its numbers remain. A segment msgspec refuses (an event that is not an object, a ts
 written as a string, an integer arg written 7.0, a phase outside the Trace Event Format's, ...) or whose integers
 do not fit int64 is read again by ijson an event at a time (:func:`_exact_columns`), with the rules of
-:mod:`gpucost_lab.trace_input`: both paths give the same rows and the same skip counts.
+:mod:`gpucost_lab.timeline.limits`: both paths give the same rows and the same skip counts.
 
 Why msgspec (figures in :mod:`gpucost_lab.timeline.load` and benchmarks/RESULTS.md, "Trace loading"): typed
 structs of the needed fields decode 6-8x faster than orjson, msgspec's own untyped decoding or the stdlib build
@@ -32,8 +32,8 @@ from typing import Annotated, Literal
 import msgspec
 import numpy as np
 
-from ..trace_input import event_integers, event_times, too_many_events
-from .framing import _IJSON, segments
+from gpucost_lab.timeline.framing import _IJSON, segments
+from gpucost_lab.timeline.limits import event_integers, event_times, too_many_events
 
 KINDS = ("kernel", "memcpy", "memset", "sync", "runtime", "cpu_op", "annotation", "step", "python", "memory", "other")
 _KIND_BY_CAT = {
@@ -298,7 +298,7 @@ def _fast_columns(segment: bytes, lo: float, hi: float, sorts: _Sorts) -> tuple[
 # ----------------------------------------------------------------------------------------------- exact path
 def _exact_columns(segment: bytes, lo: float, hi: float, codes: dict) -> tuple[int, dict | None, Counter, tuple]:
     """The same as :func:`_fast_columns`, by ijson an event at a time (any JSON values, the rules of
-    :mod:`gpucost_lab.trace_input`)."""
+    :mod:`gpucost_lab.timeline.limits`)."""
     rows, n, skipped, seen_lo, seen_hi = [], 0, Counter(), math.inf, -math.inf
     for ev in _IJSON.items(BytesIO(segment), "item", use_float=True):
         n += 1

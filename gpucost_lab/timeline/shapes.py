@@ -20,8 +20,8 @@ import json
 import numpy as np
 import pandas as pd
 
-from .._validate import integer_at_least
-from .load import Trace
+from gpucost_lab._validate import integer_at_least
+from gpucost_lab.timeline.load import Trace
 
 SCAN_BACK = 64  # operators looked back over, per launch, for the innermost one still open
 SAMPLED_LAUNCHES = 200  # kernels per name whose launching operator is looked up
@@ -112,7 +112,7 @@ def top_op_details(trace: Trace, names, *, start_us: float | None = None, end_us
     the operator is the name itself and each signature's count and time are its calls'. A kernel's operator is the
     one that launched most of its first SAMPLED_LAUNCHES launches; each signature counts those kernels and their
     time on the device, and the stack is the one around the launch of the longest."""
-    from .views import _select
+    from gpucost_lab.timeline.views import _select
 
     ev = _select(trace, start_us, end_us)
     names = list(names)
@@ -158,7 +158,7 @@ def gap_callers(trace: Trace, top: int = 3) -> pd.DataFrame:
     CUDA trace the operator that launched the kernel), its ``input_shapes`` (the signature as recorded, a list) and
     its Python ``stack``, innermost frame first: what the program was about to do when the gap ended, and which of
     its functions asked for it. Empty lists where the trace recorded no shapes or stacks."""
-    from .views import gaps
+    from gpucost_lab.timeline.views import gaps
 
     table = gaps(trace, top=top)
     ev = trace.events

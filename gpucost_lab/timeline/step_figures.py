@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .load import _GPU_WORK, Trace
-from .views import _busy_basis, _runs, steps
+from gpucost_lab.timeline.load import _GPU_WORK, Trace
+from gpucost_lab.timeline.views import _busy_basis, _runs, steps
 
 
 def _in_windows(
@@ -76,7 +76,7 @@ def per_step(trace: Trace) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     if table.empty:
         raise ValueError(
             f"{trace.path}: no ProfilerStep#N steps; diff compares time per step: profile a scheduled "
-            "window (torch.profiler.schedule, or gpucost_lab.profiling.profile_window) so every step "
+            "window (torch.profiler.schedule, or gpucost_lab.measure.profiling.profile_window) so every step "
             "is marked"
         )
     table = table.sort_values("start_us", kind="stable")  # in time order, whatever their numbers

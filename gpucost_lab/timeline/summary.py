@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pandas as pd
 
-from .._validate import integer_at_least
-from .idle import idle_breakdown
-from .kernels import kernel_breakdown, kernels_by_name
-from .load import Trace, load_trace
-from .shapes import top_op_details
-from .views import (
+from gpucost_lab._validate import integer_at_least
+from gpucost_lab.timeline.idle import idle_breakdown
+from gpucost_lab.timeline.kernels import kernel_breakdown, kernels_by_name
+from gpucost_lab.timeline.load import Trace, load_trace
+from gpucost_lab.timeline.shapes import top_op_details
+from gpucost_lab.timeline.views import (
     _busy_basis,
     _measure,
     _select,

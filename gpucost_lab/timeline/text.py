@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 
-from ..trace_input import SKIP_RULES, describe_skipped
+from gpucost_lab.timeline.limits import SKIP_RULES, describe_skipped
 
 NAME_WIDTH = 100
 _KEEP = re.compile(r"^(hip)?(Memcpy|Memset)")  # copies and fills: the parenthesis says which memories

@@ -5,8 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .._validate import integer_at_least, non_negative
-from .load import _DIRECTIONS, _GPU_WORK, _HOST_SYNC, BusyIdle, Trace, _clip, _no_events_in_window, _window
+from gpucost_lab._validate import integer_at_least, non_negative
+from gpucost_lab.timeline.load import (
+    _DIRECTIONS,
+    _GPU_WORK,
+    _HOST_SYNC,
+    BusyIdle,
+    Trace,
+    _clip,
+    _no_events_in_window,
+    _window,
+)
 
 
 def _select(trace: Trace, start_us: float | None, end_us: float | None) -> pd.DataFrame:
@@ -133,7 +142,7 @@ def gaps(
     include_last_step: bool = False,
 ) -> pd.DataFrame:
     """Idle intervals of the busy basis, widest first: ``start_us, duration_us, before, after``, indexed by ``rank``
-    (1 is the widest gap, as :func:`gpucost_lab.timeline_plot.plot_timeline` labels it).
+    (1 is the widest gap, as :func:`gpucost_lab.timeline.plot.plot_timeline` labels it).
 
     ``before`` / ``after`` name the operation ending just before / starting just after the gap (None at the edge
     of a CPU span, where a step starts or ends with no operator running).

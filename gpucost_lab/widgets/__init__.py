@@ -10,7 +10,7 @@ The parts are attributes of the returned box, for tests and for notebooks that w
 
 - ledger: ``slider``, ``inputs`` (dict), ``precision``, ``recompute`` (none / selective / full),
   ``accumulation`` (K), ``verdict``, ``table``, ``bar``, ``result`` (the latest
-  :class:`~gpucost_lab.memory.LedgerResult`, ``None`` while an input is invalid), and ``checkpointing``: a
+  :class:`~gpucost_lab.memory.ledger.LedgerResult`, ``None`` while an input is invalid), and ``checkpointing``: a
   checkbox that is not displayed, kept for notebooks that tick it (ticked is ``recompute`` "full");
 - predictor: ``gain``, ``steps``, ``inputs`` (dict), ``verdict``, ``table``, ``chart``, ``prediction``
   (the latest :func:`~gpucost_lab.cost.predict` dict, ``None`` while an input is invalid).
@@ -24,10 +24,12 @@ The ledger lives in :mod:`gpucost_lab.widgets.ledger` (its outputs in ``_ledger_
 
 from __future__ import annotations
 
-from .. import cost
-from .._validate import integer_at_least, non_negative, positive
-from ..memory import RECOMPUTE_STEP_TIME_FACTOR, LedgerResult, MemoryLedger
-from .ledger import (
+from gpucost_lab import cost
+from gpucost_lab._validate import integer_at_least, non_negative, positive
+from gpucost_lab.memory.figures import RECOMPUTE_STEP_TIME_FACTOR
+from gpucost_lab.memory.ledger import MemoryLedger
+from gpucost_lab.memory.result import LedgerResult
+from gpucost_lab.widgets.ledger import (
     ACCUMULATION_MAX,
     ACCUMULATION_MIN,
     MICROBATCH_MAX,
@@ -36,7 +38,7 @@ from .ledger import (
     memory_ledger_widget,
     microbatch_slider_max,
 )
-from .predictor import CHANGE_MAX, CHANGE_MIN, cost_predictor_widget
+from gpucost_lab.widgets.predictor import CHANGE_MAX, CHANGE_MIN, cost_predictor_widget
 
 __all__ = [
     "memory_ledger_widget",

@@ -1,7 +1,7 @@
 """The memory ledger widget's outputs (chapter 04): the verdict text, the per-block table and the stacked bar.
 
 Each takes the ledger in the learner's inputs (``base``: activations per sample as typed, in fp32), the ledger in
-the chosen precision (``ledger``) and its :class:`~gpucost_lab.memory.LedgerResult` at the slider's microbatch.
+the chosen precision (``ledger``) and its :class:`~gpucost_lab.memory.ledger.LedgerResult` at the slider's microbatch.
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from __future__ import annotations
 import html
 import math
 
-from ..memory import RECOMPUTE_STEP_TIME_FACTOR, LedgerResult, MemoryLedger
-from ..memory_model import accumulation_step_time_factor
-from ._html import _CELL, _COLORS, _OVER_ROW, _TABLE_STYLE, _gb, _num, _th
+from gpucost_lab.memory.figures import RECOMPUTE_STEP_TIME_FACTOR, accumulation_step_time_factor
+from gpucost_lab.memory.ledger import MemoryLedger
+from gpucost_lab.memory.result import LedgerResult
+from gpucost_lab.widgets._html import _CELL, _COLORS, _OVER_ROW, _TABLE_STYLE, _gb, _num, _th
 
 # what each recomputation mode is called in a sentence ("largest microbatch that fits with ...")
 _RECOMPUTE_NAMES = {"selective": "selective recomputation", "full": "activation checkpointing"}

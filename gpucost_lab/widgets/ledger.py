@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from .._validate import InputError, integer_at_least, non_negative, positive
-from ..memory import MemoryLedger
-from ..memory_model import (
+from gpucost_lab._validate import InputError, integer_at_least, non_negative, positive
+from gpucost_lab.memory.figures import (
     COURSE_ACTIVATION_GB_PER_SAMPLE,
     COURSE_STATIC_GB,
     DEFAULT_DEVICE_GB,
@@ -15,8 +14,9 @@ from ..memory_model import (
     check_precision,
     check_recompute,
 )
-from ._html import _STYLE, _expose, _message
-from ._ledger_html import _ledger_bar_html, _ledger_table_html, _ledger_verdict_html
+from gpucost_lab.memory.ledger import MemoryLedger
+from gpucost_lab.widgets._html import _STYLE, _expose, _message
+from gpucost_lab.widgets._ledger_html import _ledger_bar_html, _ledger_table_html, _ledger_verdict_html
 
 # The microbatch slider runs from 1 to at least 128; past that, to one above the largest microbatch that fits the
 # chosen settings (284 with full recomputation), so its top end always shows the edge and the first step over it.

@@ -7,9 +7,20 @@ import math
 
 import ipywidgets as widgets
 
-from .. import cost
-from .._validate import InputError, positive
-from ._html import _CELL, _COLORS, _OVER_ROW, _STYLE, _TABLE_STYLE, _expose, _message, _num, _pct, _th
+from gpucost_lab import cost
+from gpucost_lab._validate import InputError, positive
+from gpucost_lab.widgets._html import (
+    _CELL,
+    _COLORS,
+    _OVER_ROW,
+    _STYLE,
+    _TABLE_STYLE,
+    _expose,
+    _message,
+    _num,
+    _pct,
+    _th,
+)
 
 CHANGE_MIN, CHANGE_MAX = -0.5, 1.0  # the predictor's slider range (and chart axes), as fractions
 

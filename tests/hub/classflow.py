@@ -3,9 +3,9 @@
 The learners' answers are the class-grading benchmark's kinds (benchmarks/class_autograding.py ``_submission``:
 the reference answers with some sections left as released), copied by grade id into the notebook each learner
 fetched; the hostile learner's notebook is blank but for the gradebook writer of the grading-integrity attacks
-(tests/test_grading_workflow_attacks.py), aimed at the whole class folder: every gradebook, every learner's home,
+(tests/grading/test_workflow_attacks.py), aimed at the whole class folder: every gradebook, every learner's home,
 the exchange and the course, and for two cells at its end that display HTML meant to run in the instructor's
-formgrader (tests/test_grading_sanitize.py's hostile cells).
+formgrader (tests/grading/test_sanitize.py's hostile cells).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 import class_autograding  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell  # noqa: E402
-from test_grading_sanitize import HOSTILE_CELL, HOSTILE_MARKDOWN  # noqa: E402
-from test_grading_workflow_attacks import gradebook_writer  # noqa: E402
+from grading.test_sanitize import HOSTILE_CELL, HOSTILE_MARKDOWN  # noqa: E402
+from grading.test_workflow_attacks import gradebook_writer  # noqa: E402
 
 LAB = hubctl.LAB
 NOTEBOOK = f"{LAB}/{LAB}.ipynb"  # where fetch puts it, relative to the learner's home

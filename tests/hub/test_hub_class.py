@@ -31,7 +31,7 @@ import sys
 import pytest
 from classflow import HOSTILE, LAB, NOTEBOOK, gradebook, run_class
 from hubrun import HubError, HubRun
-from test_grading_sanitize import active
+from grading.test_sanitize import active
 
 from gpucost_lab.grading.export import export_grades
 
@@ -120,7 +120,7 @@ def test_the_hostile_notebook_changed_nothing_else(hub_class):
 
 def test_the_formgrader_shows_the_hostile_submission_with_nothing_that_runs(hub_class):
     """The page the instructor opens to grade eve's lab by hand, as their own server renders it: none of what her
-    cells displayed can run there (tests/test_grading_sanitize.py's check), and what it said is still shown."""
+    cells displayed can run there (tests/grading/test_sanitize.py's check), and what it said is still shown."""
     run, instructor = hub_class.run, hub_class.run.klass.instructor
     (eve,) = [s for s in run.formgrader(f"submitted_notebooks/{LAB}/{LAB}", method="GET") if s["student"] == "eve"]
     page = run.request("GET", f"/user/{instructor}/formgrader/submissions/{eve['id']}/", user=instructor, raw=True)

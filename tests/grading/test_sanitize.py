@@ -1,0 +1,596 @@
+"""Learner HTML never runs (issue 25): what a submission displays is sanitized in the autograded notebook, the
+feedback page and the formgrader's view (gpucost_lab.grading.sanitize).
+
+Each hostile vector below, once run, pushes its name onto ``window.__pwned``: a ``<script>``, an ``<img>``'s
+``onerror``, an ``<iframe srcdoc>``, an SVG's script and ``onload``, a ``<details ontoggle>``, ``javascript:`` links
+and a form's ``javascript:`` action, in an HTML output and in a markdown cell, and an ``application/javascript``
+output. :func:`active` is the check: what in a page could run a vector (a script or a URL attribute that names
+``__pwned``, an event handler that does, an element that runs or embeds content), read with the standard library's
+parser, not the sanitizer's. Every test of a vector first shows that :func:`active` finds it in the unsanitized
+HTML, but for the mutation-XSS vectors, which only a browser's own parse can show: tests/browser loads those.
+
+Then a real grade of the lab profile_training_loop (every answer right: 16 of 16 points, tests/grading/test_classes.py)
+with a hostile code cell and a hostile markdown cell appended: ``gpucost-lab grade`` (the feedback page holds none of
+the vectors and the score is 16), and the same submission graded with the sanitizer off, as an autograded notebook
+written before it existed would be: its feedback and formgrader pages run the vectors, and generated again with the
+course's configuration they run none. tests/browser/test_feedback_xss.py opens both feedback pages in Chromium.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote
+
+import nbformat
+import pytest
+from labtools import ROOT, answered_release, release_path, write_submission
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
+
+from gpucost_lab.grading import sanitize
+from gpucost_lab.grading.sanitize import SanitizeLearnerHTML, clean_html, render_markdown
+
+LAB = "profile_training_loop"
+MAX_SCORE = 16.0
+MARK = "__pwned"
+# a 1 x 1 PNG
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+PARAGRAPH = "<p>Cost per step: <b>$0.42</b> at <i>3.25 USD/h</i></p>"
+
+
+def flag(name: str, where: str = "window") -> str:
+    """JavaScript that records that the vector ``name`` ran (in the page's window: ``window.__pwned``)."""
+    return f"({where}.{MARK}={where}.{MARK}||[]).push('{name}')"
+
+
+#: name -> HTML that runs ``flag(name)`` when the page loads, or when its link or button is clicked
+HTML_VECTORS = {
+    "script": f"<script>{flag('script')}</script>",
+    "img-onerror": f'<img src="x" onerror="{flag("img-onerror")}">',
+    "iframe-srcdoc": f'<iframe srcdoc="<script>{flag("iframe-srcdoc", "parent")}</script>"></iframe>',
+    "svg-script": f'<svg xmlns="http://www.w3.org/2000/svg"><script>{flag("svg-script")}</script></svg>',
+    "svg-onload": f'<svg onload="{flag("svg-onload")}"><rect width="4" height="4"/></svg>',
+    "details-ontoggle": f'<details open ontoggle="{flag("details-ontoggle")}"><summary>more</summary>x</details>',
+    "javascript-link": f'<a href="javascript:{flag("javascript-link")}">PWN-LINK-HTML</a>',
+    "entity-javascript-link": f'<a href="jav&#x09;ascript:{flag("entity-javascript-link")}">PWN-LINK-ENTITY</a>',
+    "form-action": f'<form action="javascript:{flag("form-action")}"><button>PWN-FORM</button></form>',
+    "object": f'<object data="javascript:{flag("object")}"></object>',
+    "embed": f'<embed src="javascript:{flag("embed")}">',
+}
+#: name -> HTML that a sanitizer's parse and the browser's may read apart (mutation XSS); tests/browser loads each
+MXSS_VECTORS = {
+    "math-mxss": f'<math><mtext><table><mglyph><style><img src=x onerror="{flag("math-mxss")}">',
+    "svg-style-mxss": f'<svg><style><a title="</style><img src=x onerror={flag("svg-style-mxss")}>"></a></style>',
+    "noscript-mxss": f'<noscript><p title="</noscript><img src=x onerror={flag("noscript-mxss")}>"></noscript>',
+}
+#: name -> markdown (a markdown cell's source) that runs ``flag(name)``
+MARKDOWN_VECTORS = {
+    "markdown-script": f"A note.\n\n<script>{flag('markdown-script')}</script>\n",
+    "markdown-img-onerror": f'Inline <img src="x" onerror="{flag("markdown-img-onerror")}"> here.',
+    "markdown-javascript-link": f"[PWN-LINK-MD](javascript:{flag('markdown-javascript-link')})",
+    "markdown-iframe": f'<iframe srcdoc="<script>{flag("markdown-iframe", "parent")}</script>"></iframe>',
+}
+JAVASCRIPT = flag("application-javascript")
+SVG_WITH_SCRIPT = f'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><script>{flag("svg")}</script></svg>'
+
+
+# attributes whose value a browser loads or runs (a title or an alt is only text)
+_RUNS = frozenset({"href", "src", "srcdoc", "action", "formaction", "data", "xlink:href", "background", "poster"})
+
+
+class _Active(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+        self._script: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("iframe", "object", "embed", "svg", "math"):
+            self.found.append(f"<{tag}> element")
+        for name, value in attrs:
+            if (name.startswith("on") or name in _RUNS) and MARK in (value or ""):
+                self.found.append(f"<{tag} {name}={unquote(value)!r}>")  # a javascript: URL runs decoded
+        if tag == "script":
+            self._script = []
+
+    handle_startendtag = handle_starttag
+
+    def handle_data(self, data):
+        if self._script is not None:
+            self._script.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "script" and self._script is not None:
+            body, self._script = "".join(self._script), None
+            if MARK in body:
+                self.found.append(f"<script>{body}")
+
+
+def active(html: str) -> list[str]:
+    """What in ``html`` could run a vector: a script, or a URL or ``srcdoc`` attribute, naming ``__pwned``; an
+    ``on*`` attribute; an ``iframe``, ``object``, ``embed``, ``svg`` or ``math`` element."""
+    parser = _Active()
+    parser.feed(html)
+    parser.close()
+    return parser.found
+
+
+def html_output(html: str):
+    return new_output("display_data", data={"text/html": html, "text/plain": "<IPython.core.display.HTML object>"})
+
+
+def sanitized(nb):
+    nb = copy.deepcopy(nb)
+    SanitizeLearnerHTML().preprocess(nb, {})
+    return nb
+
+
+def one_cell_notebook(cell):
+    nb = nbformat.v4.new_notebook()
+    nb.cells.append(cell)
+    return nb
+
+
+# --------------------------------------------------------------------------------------- the preprocessor
+
+
+@pytest.mark.parametrize("name", sorted([*HTML_VECTORS, *MXSS_VECTORS]))
+def test_each_html_vector_is_removed_from_an_html_output(name):
+    raw = {**HTML_VECTORS, **MXSS_VECTORS}[name]
+    if name in HTML_VECTORS:  # the standard library reads mutation XSS as the browser would not: Chromium checks it
+        assert active(raw), "the check must see the vector in the unsanitized HTML"
+    nb = sanitized(one_cell_notebook(new_code_cell("display(HTML(...))", outputs=[html_output(raw)])))
+    (out,) = nb.cells[0].outputs
+    assert active(out.data["text/html"]) == []
+    assert out.data["text/plain"] == "<IPython.core.display.HTML object>"
+
+
+def test_what_a_vector_said_stays_visible_as_text():
+    nb = sanitized(one_cell_notebook(new_code_cell("", outputs=[html_output(HTML_VECTORS["javascript-link"])])))
+    shown = nb.cells[0].outputs[0].data["text/html"]
+    assert shown == "<a>PWN-LINK-HTML</a>"  # the link's text, no target
+    nb = sanitized(one_cell_notebook(new_code_cell("", outputs=[html_output(HTML_VECTORS["script"])])))
+    assert nb.cells[0].outputs[0].data["text/html"] == f"&lt;script&gt;{flag('script')}&lt;/script&gt;"
+
+
+@pytest.mark.parametrize("name", sorted(MARKDOWN_VECTORS))
+def test_each_markdown_vector_is_removed_from_a_markdown_cell(name):
+    source = MARKDOWN_VECTORS[name]
+    assert active(render_markdown(source)), "nbconvert renders the vector as written"
+    nb = sanitized(one_cell_notebook(new_markdown_cell(source)))
+    assert nb.cells[0].source != source
+    assert active(render_markdown(nb.cells[0].source)) == []
+
+
+def test_only_text_images_and_sanitized_html_outputs_are_kept():
+    outputs = [
+        new_output("display_data", data={"application/javascript": JAVASCRIPT, "text/plain": "<Javascript>"}),
+        new_output("display_data", data={"application/javascript": JAVASCRIPT}),
+        new_output("display_data", data={"image/svg+xml": SVG_WITH_SCRIPT, "text/plain": "<SVG>"}),
+        new_output(
+            "display_data",
+            data={"application/vnd.jupyter.widget-view+json": {"model_id": "abc"}, "text/plain": "IntSlider(5)"},
+        ),
+        new_output("display_data", data={"text/markdown": MARKDOWN_VECTORS["markdown-img-onerror"]}),
+        new_output("execute_result", data={"image/png": PNG, "text/latex": "$x^2$"}, execution_count=3),
+        new_output("display_data", data={"image/png": '"><script>1</script>'}),
+    ]
+    outputs[5].metadata = {"filenames": {"image/png": "/hub/logout"}, "image/png": {"width": 40}}
+    nb = sanitized(one_cell_notebook(new_code_cell("", outputs=outputs)))
+    kept = [dict(o.data) for o in nb.cells[0].outputs]
+    assert kept[0] == {"text/plain": "<Javascript>"}
+    assert kept[1] == {"text/plain": "[output not shown in the graded notebook: application/javascript]"}
+    assert kept[2] == {"text/plain": "<SVG>"}
+    assert kept[3] == {"text/plain": "IntSlider(5)"}
+    assert list(kept[4]) == ["text/html"] and active(kept[4]["text/html"]) == []
+    assert "Inline" in kept[4]["text/html"]
+    assert kept[5] == {"image/png": PNG, "text/latex": "$x^2$"}
+    assert nb.cells[0].outputs[5].metadata == {"image/png": {"width": 40}}  # no path to load instead of the data
+    assert kept[6] == {"text/plain": "[output not shown in the graded notebook: image/png]"}
+
+
+def test_a_plot_a_pandas_table_and_a_paragraph_still_show():
+    pd = pytest.importorskip("pandas")
+    table = pd.DataFrame({"gpu": ["A100", "H100"], "usd_per_hour": [1.5, 3.25]})._repr_html_()
+    png = new_output("display_data", data={"image/png": PNG, "text/plain": "<Figure size 640x480 with 1 Axes>"})
+    nb = sanitized(one_cell_notebook(new_code_cell("", outputs=[png, html_output(table), html_output(PARAGRAPH)])))
+    plot, shown_table, paragraph = nb.cells[0].outputs
+    assert plot == png
+    assert paragraph.data["text/html"] == PARAGRAPH
+    html = shown_table.data["text/html"]
+    assert '<table border="1" class="dataframe">' in html
+    assert '<tr style="text-align: right">' in html  # pandas' header alignment
+    assert "<td>A100</td>" in html and "<td>3.25</td>" in html
+    # pandas' own sheet, every rule kept (they apply inside the table only)
+    assert (
+        "<style scoped>.dataframe tbody tr th:only-of-type { vertical-align: middle } "
+        ".dataframe tbody tr th { vertical-align: top } .dataframe thead th { text-align: right }</style>"
+    ) in html
+
+
+def test_a_styler_table_keeps_its_colours():
+    pd = pytest.importorskip("pandas")
+    html = pd.DataFrame({"x": [1, 2]}).style.map(lambda v: "background-color: #ffcc00" if v > 1 else "").to_html()
+    cleaned, changed = clean_html(html)
+    table_id = html.split('<table id="')[1].split('"')[0]
+    assert changed is False
+    assert f"#{table_id}_row1_col0 {{ background-color: #ffcc00 }}" in cleaned
+    assert f'<td id="{table_id}_row1_col0" class="data row1 col0">2</td>' in cleaned
+
+
+@pytest.mark.parametrize(
+    "href, kept",
+    [
+        ("https://docs.nvidia.com/cuda/", True),
+        ("mailto:ta@example.org", True),
+        ("#3.-Where-does-the-time-go?", True),
+        ("notes.html", False),  # beside the formgrader's view, the formgrader serves the submission's own files
+        ("/hub/logout", False),
+        ("//evil.example.org/x", False),
+        ("data:text/html;base64,PHNjcmlwdD4xPC9zY3JpcHQ+", False),
+        ("JaVaScRiPt:alert(1)", False),
+    ],
+)
+def test_links_keep_absolute_and_in_page_targets_only(href, kept):
+    cleaned, changed = clean_html(f'<a href="{href}">t</a>')
+    assert (cleaned, changed) == ((f'<a href="{href}">t</a>', False) if kept else ("<a>t</a>", True))
+
+
+def test_class_names_keep_those_of_what_a_lab_shows_only():
+    assert clean_html('<div class="navbar-fixed-top">over the score</div>') == ("<div>over the score</div>", True)
+    assert clean_html('<p class="modal in">x</p>') == ("<p>x</p>", True)
+    kept = '<div class="highlight hl-python"><pre><span class="kn">import</span> <span class="nn">x</span></pre></div>'
+    assert clean_html(kept) == (kept, False)
+
+
+def test_an_input_is_kept_only_as_a_task_list_s_checkbox():
+    box = '<input class="task-list-item-checkbox" type="checkbox" disabled checked>'
+    assert clean_html(box) == (box, False)
+    assert clean_html('<input type="password" name="pw">') == ("&lt;input&gt;", True)
+    assert clean_html('<input type="image" src="x" formaction="javascript:1">') == ("&lt;input&gt;", True)
+
+
+def test_ordinary_markdown_is_left_as_written():
+    source = (
+        "## 3. Where does the time go?\n\n"
+        "The step costs $t_{step} < 0.5$ s, see [the docs](https://pytorch.org/docs/) and [below](#4.-Next).\n\n"
+        "> a quote with `a < b` in it\n\n"
+        "```python\nfor step in range(3):\n    loss = model(x) < 1\n```\n\n"
+        "| GPU | USD/h |\n|---|---|\n| A100 | 1.50 |\n\n"
+        "- [x] done\n- plain item\n"
+    )
+    nb = sanitized(one_cell_notebook(new_markdown_cell(source)))
+    assert nb.cells[0].source == source
+
+
+@pytest.mark.parametrize(
+    "src, kept",
+    [
+        (f"data:image/png;base64,{PNG}", True),
+        ("data:image/jpeg;base64,/9j/4AAQ", True),
+        ("data:image/svg+xml;base64,PHN2Zz48L3N2Zz4=", False),
+        ("https://example.org/pixel.png", False),  # fetched by the instructor's browser as it opens the page
+        ("/hub/logout", False),  # a request with the instructor's cookies
+        ("x", False),
+    ],
+)
+def test_images_keep_inline_data_only(src, kept):
+    cleaned, _ = clean_html(f'<img src="{src}" alt="a plot">')
+    assert cleaned == (f'<img src="{src}" alt="a plot">' if kept else '<img alt="a plot">')
+
+
+@pytest.mark.parametrize(
+    "css, kept",
+    [
+        ("color: red; position: fixed; top: 0", "color: red"),  # nothing placed over the page
+        ("background-image: url(https://example.org/t.png); color: #333", "color: #333"),
+        ("cursor: url(https://example.org/c.cur), auto; width: 10px", "width: 10px"),
+        ("margin-top: -900px; font-weight: bold", "font-weight: bold"),
+        ("background-color: rgb(1, 2, 3)", "background-color: rgb(1, 2, 3)"),
+        ("width: expression(alert(1))", None),
+    ],
+)
+def test_inline_css_keeps_text_and_table_properties_only(css, kept):
+    cleaned, changed = clean_html(f'<p style="{css}">s</p>')
+    assert changed is True or kept == css
+    assert cleaned == (f'<p style="{kept}">s</p>' if kept else '<p style="">s</p>')
+
+
+@pytest.mark.parametrize(
+    "sheet",
+    [
+        "body { display: none }",
+        "* { color: red }",
+        ".dataframe ~ p { color: red }",  # a sibling outside the table
+        ".dataframe th, .prompt { color: red }",
+        "@import url(https://example.org/x.css);",
+        ".dataframe th { background: url(https://example.org/x) }",
+        ".dataframe th { color: red } </style><script>alert(1)</script>",
+    ],
+)
+def test_a_style_sheet_keeps_no_rule_that_reaches_outside_a_table(sheet):
+    cleaned, changed = clean_html(f"<style>{sheet}</style><table class='dataframe'></table>")
+    assert changed is True
+    assert active(cleaned) == []
+    sheet_kept = cleaned.split("<style>")[1].split("</style>")[0]
+    assert sheet_kept in ("", ".dataframe th { color: red }")
+
+
+def test_stream_and_error_outputs_are_kept_as_they_are():
+    from gpucost_lab.grading.execute import _error
+
+    outputs = [
+        new_output("stream", name="stdout", text=f"<script>{flag('stream')}</script>\n"),  # escaped by the page
+        _error("the check `assert abs(step_time_s - 0.25) < 1e-9` failed"),  # the grader's reason a test failed
+    ]
+    nb = sanitized(one_cell_notebook(new_code_cell("", outputs=copy.deepcopy(outputs))))
+    assert nb.cells[0].outputs == outputs
+
+
+def test_the_labs_own_cells_are_left_as_written():
+    for lab in ("profile_training_loop", "optimization_plan"):
+        for path in (ROOT / "solutions" / lab / f"{lab}.ipynb", release_path(lab)):
+            nb = nbformat.read(path, as_version=4)
+            assert sanitized(nb).cells == nb.cells, path
+
+
+def test_sanitizing_twice_changes_nothing_more():
+    cells = [new_markdown_cell(md) for md in MARKDOWN_VECTORS.values()]
+    cells.append(new_code_cell("", outputs=[html_output(html) for html in HTML_VECTORS.values()]))
+    nb = nbformat.v4.new_notebook(cells=cells)
+    once = sanitized(nb)
+    assert sanitized(once) == once
+    for cell in once.cells[:-1]:
+        assert clean_html(render_markdown(cell.source))[1] is False  # its HTML is safe as it is
+
+
+def test_a_markdown_cell_that_cannot_render_shows_its_text():
+    source = "See ![plot](attachment:missing.png) and <b>this</b>"
+    with pytest.raises(Exception, match="missing attachment"):
+        render_markdown(source)  # nbconvert could not show the page at all
+    nb = sanitized(one_cell_notebook(new_markdown_cell(source)))
+    shown = "<pre>See ![plot](attachment:missing.png) and &lt;b&gt;this&lt;/b&gt;</pre>"
+    assert render_markdown(nb.cells[0].source).strip() == f'<div class="gpucost-sanitized">{shown}</div>'
+
+
+def test_html_too_deep_to_sanitize_in_good_time_is_shown_as_text():
+    deep = "<div>" * 3_000 + "x" + "</div>" * 3_000  # 6,000 tags, nested: html5lib would take seconds
+    nb = sanitized(one_cell_notebook(new_markdown_cell(deep)))
+    assert nb.cells[0].source.startswith('<div class="gpucost-sanitized"><pre>&lt;div&gt;&lt;div&gt;')
+    assert active(render_markdown(nb.cells[0].source)) == []
+
+
+def test_a_notebook_s_html_is_sanitized_up_to_its_budget_then_shown_as_text():
+    piece = "<b></b>" * (sanitize.MAX_TAGS // 2 - 50)  # 4,900 tags: under the limit of one piece
+    count = sanitize.MAX_NOTEBOOK_TAGS // (sanitize.MAX_TAGS - 100)  # 10 pieces fit the notebook's budget
+    nb = sanitized(one_cell_notebook(new_code_cell("", outputs=[html_output(piece) for _ in range(count + 1)])))
+    shown = [o.data["text/html"] for o in nb.cells[0].outputs]
+    assert shown[:count] == [piece] * count
+    assert shown[count] == f"<pre>{piece.replace('<', '&lt;').replace('>', '&gt;')}</pre>"
+
+
+def test_what_the_sanitizer_cannot_read_is_shown_as_text_and_grading_goes_on(monkeypatch):
+    def unreadable(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(sanitize, "_sanitize", unreadable)
+    cells = [new_markdown_cell("<b>x</b>"), new_code_cell("", outputs=[html_output(HTML_VECTORS["script"])])]
+    done = sanitized(nbformat.v4.new_notebook(cells=cells))
+    assert done.cells[0].source == '<div class="gpucost-sanitized"><pre>&lt;b&gt;x&lt;/b&gt;</pre></div>'
+    assert [dict(o.data) for o in done.cells[1].outputs] == [{"text/plain": "<IPython.core.display.HTML object>"}]
+
+
+def test_a_raw_cell_and_the_widget_state_are_sanitized():
+    nb = one_cell_notebook(nbformat.v4.new_raw_cell(HTML_VECTORS["img-onerror"], metadata={"format": "text/html"}))
+    nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}}}
+    done = sanitized(nb)
+    assert done.cells[0].source == "<img>"
+    assert "widgets" not in done.metadata
+
+
+def test_every_path_of_the_course_runs_the_sanitizer():
+    """``autograde_steps``: after the scores are saved and before the notebook is written, and in every HTML export
+    (the feedback, the formgrader); the repository's nbgrader_config.py uses it."""
+    from traitlets.config import Config
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from gpucost_lab.grading.course import autograde_steps
+
+    name = "gpucost_lab.grading.sanitize.SanitizeLearnerHTML"
+    c = Config()
+    autograde_steps(c)
+    steps = list(c.Autograde.autograde_preprocessors)
+    assert steps[-3:] == [
+        "nbgrader.preprocessors.AssignLatePenalties",
+        name,
+        "nbgrader.preprocessors.CheckCellMetadata",
+    ]
+    assert steps.index(name) > steps.index("nbgrader.preprocessors.SaveAutoGrades")
+    assert list(c.HTMLExporter.preprocessors) == [name]
+    repo = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
+    assert name in repo.Autograde.autograde_preprocessors and list(repo.HTMLExporter.preprocessors) == [name]
+
+
+# --------------------------------------------------------------------------------------- a real grade
+
+
+HOSTILE_CELL = f"""\
+import base64
+
+import pandas as pd
+from IPython.display import HTML, SVG, Image, Javascript, Markdown, display
+
+display(HTML({"".join(HTML_VECTORS.values()) + PARAGRAPH!r}))
+display(Javascript({JAVASCRIPT!r}))
+display(SVG({SVG_WITH_SCRIPT!r}))
+display(Markdown({MARKDOWN_VECTORS["markdown-img-onerror"]!r}))
+display(pd.DataFrame({{"gpu": ["A100", "H100"], "usd_per_hour": [1.5, 3.25]}}))
+display(Image(data=base64.b64decode({PNG!r})))
+print("KEEP-STDOUT")
+"""
+HOSTILE_MARKDOWN = "Markdown answer KEEP-MD.\n\n" + "\n\n".join(MARKDOWN_VECTORS.values())
+
+
+def hostile_submission(folder: Path) -> Path:
+    """The lab with every answer right, then a code cell that displays each vector and a markdown cell with them."""
+    nb = answered_release(LAB)
+    nb.cells.append(new_code_cell(HOSTILE_CELL))
+    nb.cells.append(new_markdown_cell(HOSTILE_MARKDOWN))
+    return write_submission(nb, folder, LAB)
+
+
+def grade_unsanitized(path: Path, folder: Path):
+    """``path`` graded as :func:`gpucost_lab.grading.grade` does, with the sanitizer off (as before it existed): the
+    report and the course (kept in ``folder/course``; the feedback page in ``folder/feedback``)."""
+    from gpucost_lab.grading.autograde import autograde_in
+    from gpucost_lab.grading.course import generate_course
+    from gpucost_lab.grading.submission import read_submission
+
+    sub = read_submission(path, None, LAB, source_root=ROOT / "solutions")
+    course = generate_course(folder / "course", sub.root, sub.assignment, 30)
+    course.config.SanitizeLearnerHTML.enabled = False
+    course.config.HTMLExporter.preprocessors = []
+    return autograde_in(course, sub, feedback=True, feedback_dir=folder / "feedback"), course
+
+
+def cli_grade(path: Path, feedback_dir: Path) -> tuple[int, dict]:
+    """``gpucost-lab grade PATH --feedback-dir FEEDBACK_DIR --json``, in this process: its exit status and report."""
+    import contextlib
+    import io
+
+    from gpucost_lab.cli.main import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["grade", str(path), "--feedback-dir", str(feedback_dir), "--json"])
+    return code, json.loads(out.getvalue())
+
+
+def _sandbox_missing() -> str | None:
+    from gpucost_lab.grading.sandbox import unavailable_reason
+
+    return unavailable_reason()
+
+
+needs_sandbox = pytest.mark.skipif(_sandbox_missing() is not None, reason=f"no sandbox: {_sandbox_missing()}")
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("hostile")
+    code, report = cli_grade(hostile_submission(folder / "submission"), folder / "feedback")
+    return code, report
+
+
+@pytest.fixture(scope="module")
+def unsanitized(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("unsanitized")
+    return grade_unsanitized(hostile_submission(folder / "submission"), folder)
+
+
+def _autograded(course) -> Path:
+    return course.path / "autograded" / "student" / LAB / f"{LAB}.ipynb"
+
+
+@pytest.mark.grading
+@needs_sandbox
+def test_a_hostile_submission_scores_full_marks_and_its_feedback_runs_nothing(graded):
+    code, report = graded
+    assert (code, report["score"], report["max_score"], report["passed"], report["failed"]) == (
+        0,
+        MAX_SCORE,
+        MAX_SCORE,
+        True,
+        [],
+    )
+    page = Path(report["feedback_html"]).read_text(encoding="utf-8")
+    assert active(page) == []
+    # what the lab shows still shows: the table, the plot, the paragraph, printed text, the markdown's text
+    assert '<table border="1" class="dataframe">' in page and "<td>H100</td>" in page
+    assert f'src="data:image/png;base64,{PNG}' in page
+    assert PARAGRAPH in page and "KEEP-STDOUT" in page and "Markdown answer KEEP-MD." in page
+    assert "Score: 16.0 / 16.0" in page
+
+
+@pytest.mark.grading
+@needs_sandbox
+def test_without_the_sanitizer_the_same_submission_runs_every_vector(unsanitized):
+    report, course = unsanitized
+    assert report.score == MAX_SCORE  # the same grade: sanitizing changes no score
+    page = Path(report.feedback_html).read_text(encoding="utf-8")
+    found = " ".join(active(page))
+    for name in [*HTML_VECTORS, *MARKDOWN_VECTORS, "application-javascript"]:
+        assert f"'{name}'" in found, name
+
+
+@pytest.mark.grading
+@needs_sandbox
+def test_the_autograded_notebook_on_disk_is_sanitized(tmp_path):
+    """``grading.grade`` (what ``gpucost-lab grade`` runs) with its course kept: the notebook the formgrader reads."""
+    from gpucost_lab import grading
+
+    path = hostile_submission(tmp_path / "submission")
+    report = grading.grade(path, course_dir=tmp_path / "course", feedback_dir=tmp_path / "feedback")
+    assert report.score == MAX_SCORE
+    nb = nbformat.read(tmp_path / "course" / "autograded" / "student" / LAB / f"{LAB}.ipynb", as_version=4)
+    code_cell, markdown_cell = nb.cells[-2:]
+    assert [sorted(o.get("data", {"(stream)": 1})) for o in code_cell.outputs] == [
+        ["text/html", "text/plain"],
+        ["text/plain"],  # application/javascript removed
+        ["text/plain"],  # image/svg+xml removed
+        ["text/html", "text/plain"],  # text/markdown, rendered and sanitized as HTML
+        ["text/html", "text/plain"],
+        ["image/png", "text/plain"],
+        ["(stream)"],
+    ]
+    assert code_cell.outputs[-1].text == "KEEP-STDOUT\n"
+    assert all(active(o.data["text/html"]) == [] for o in code_cell.outputs if "text/html" in o.get("data", {}))
+    assert markdown_cell.source.startswith('<div class="gpucost-sanitized">')
+    assert "Markdown answer KEEP-MD." in markdown_cell.source
+    assert active(render_markdown(markdown_cell.source)) == []
+
+
+@pytest.mark.grading
+@needs_sandbox
+def test_feedback_and_formgrader_of_a_notebook_autograded_before_are_sanitized(unsanitized):
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.converters import GenerateFeedback
+    from nbgrader.server_extensions.formgrader import handlers
+
+    from gpucost_lab.grading.course import _config, _convert
+
+    _, course = unsanitized
+    autograded = _autograded(course)
+    assert "application/javascript" in autograded.read_text(encoding="utf-8")  # written without the sanitizer
+
+    config = _config(course.path, 30)  # the course's configuration, as nbgrader_config.py gives it
+    assert _convert(config, GenerateFeedback, assignment_id=LAB, student_id="student") is None
+    page = (course.path / "feedback" / "student" / LAB / f"{LAB}.html").read_text(encoding="utf-8")
+    assert active(page) == [] and "Score: 16.0 / 16.0" in page
+
+    # the formgrader's view: its exporter (HTMLExporter with the formgrade template), as SubmissionHandler renders it
+    resources = {
+        "assignment_id": LAB,
+        "notebook_id": LAB,
+        "submission_id": "s1",
+        "index": 0,
+        "total": 1,
+        "base_url": "",
+        "student": "student",
+        "last_name": None,
+        "first_name": None,
+        "notebook_path": f"/tree/autograded/student/{LAB}/{LAB}.ipynb",
+    }
+    views = {}
+    for which, preprocessors in (("course", None), ("control", [])):
+        config = _config(course.path, 30)
+        config.HTMLExporter.template_name = "formgrade"
+        config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+        if preprocessors is not None:
+            config.HTMLExporter.preprocessors = preprocessors
+        views[which], _ = HTMLExporter(config=config).from_filename(str(autograded), resources=copy.deepcopy(resources))
+    assert "formgrade.js" in views["course"]  # the formgrader's page, with its scripts
+    assert active(views["course"]) == []
+    assert "'application-javascript'" in " ".join(active(views["control"]))

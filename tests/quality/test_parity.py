@@ -1,0 +1,485 @@
+"""Quality parity at a precision, and the token-counted sequence task (chapter 06).
+
+Parity verdicts are checked on hand-built results (exact arithmetic written beside each), then on real
+runs: fp32 against bf16 autocast on the classification task and on the sequence task.
+"""
+
+import dataclasses
+import json
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpucost_lab.quality.parity import DTYPE_TOLERANCE, ParityReport, check_parity, compare_to_target, price_to_target
+from gpucost_lab.quality.seeds import SeedRuns, check_parity_over_seeds, compare_over_seeds, train_over_seeds
+from gpucost_lab.quality.tasks import ClassificationTask, SequenceTask
+from gpucost_lab.quality.train import TrainingStep, TrainResult, autocast, train_to_target
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+
+def result(
+    reached=True, steps=100, acc=0.853, target=0.85, precision="fp32", max_steps=300, batch=64, metric="accuracy"
+):
+    """A TrainResult built by hand: no training."""
+    return TrainResult(
+        reached,
+        steps if reached else None,
+        steps * batch if reached else None,
+        acc,
+        target,
+        batch,
+        0.01,
+        ((steps if reached else max_steps, acc),),
+        precision=precision,
+        metric=metric,
+        max_steps=max_steps,
+    )
+
+
+# ---- check_parity on hand-built results -------------------------------------------------------------------------
+
+
+def test_declared_tolerances_give_half_precision_more_room():
+    assert DTYPE_TOLERANCE["fp32"] == 0.005
+    assert DTYPE_TOLERANCE["bf16-autocast"] == DTYPE_TOLERANCE["fp16-amp"] == 0.01
+    with pytest.raises(TypeError):
+        DTYPE_TOLERANCE["fp32"] = 0.1  # declared once, read-only
+
+
+def test_a_candidate_within_tolerance_passes_and_names_the_steps_change():
+    report = check_parity(result(steps=100, acc=0.853), result(steps=120, acc=0.851, precision="bf16-autocast"))
+    assert report.passed and report.reasons == ()
+    assert report.tolerance == 0.01  # from the candidate's precision
+    assert (report.baseline_steps_to_target, report.candidate_steps_to_target) == (100, 120)
+    assert report.steps_change == pytest.approx(0.2)  # 120 / 100 - 1
+    d = report.to_dict()
+    assert d["passed"] is True and d["metric"] == "accuracy" and d["reasons"] == []
+    assert d["steps_change"] == pytest.approx(0.2)
+
+
+def test_a_candidate_below_baseline_minus_tolerance_fails_with_the_numbers():
+    # both reached 0.80; 0.812 < 0.853 - 0.010 = 0.843
+    report = check_parity(result(acc=0.853, target=0.80), result(acc=0.812, target=0.80, precision="bf16-autocast"))
+    assert not report.passed
+    assert report.reasons == ("candidate accuracy 0.812 is below baseline 0.853 - 0.010",)
+
+
+def test_a_candidate_that_missed_the_target_fails():
+    report = check_parity(result(acc=0.853), result(reached=False, acc=0.84, max_steps=300, precision="bf16-autocast"))
+    assert not report.passed
+    assert report.candidate_steps_to_target is None and report.steps_change is None
+    # 0.84 >= 0.853 - 0.01 = 0.843 is false as well: two reasons
+    assert report.reasons == (
+        "candidate did not reach the target 0.85 within 300 steps",
+        "candidate accuracy 0.840 is below baseline 0.853 - 0.010",
+    )
+
+
+def test_a_baseline_that_missed_the_target_fails():
+    report = check_parity(result(reached=False, acc=0.7, max_steps=500), result(acc=0.851))
+    assert report.reasons == ("baseline did not reach the target 0.85 within 500 steps",)
+
+
+def test_different_targets_and_metrics_are_not_comparable():
+    report = check_parity(result(target=0.85), result(target=0.80, acc=0.853))
+    assert report.reasons == ("the targets differ: baseline 0.85, candidate 0.8; compare at the same target",)
+    report = check_parity(result(), result(metric="next-token accuracy"))
+    assert report.reasons == ("the runs measure different metrics: baseline accuracy, candidate next-token accuracy",)
+
+
+def test_the_tolerance_defaults_from_the_precision_and_can_be_given():
+    base, cand = result(acc=0.860), result(acc=0.852)  # shortfall 0.008
+    assert not check_parity(base, cand).passed  # fp32: 0.008 > 0.005
+    assert check_parity(base, cand, precision="bf16-autocast").passed  # 0.008 <= 0.01
+    assert check_parity(base, cand, tolerance=0.008).passed  # exactly at the tolerance passes
+    assert not check_parity(base, cand, tolerance=0.007).passed
+
+
+@given(base=st.floats(0.5, 1.0), shortfall=st.floats(-0.1, 0.1), tol=st.floats(0.0, 0.05))
+def test_parity_holds_exactly_when_the_shortfall_is_within_tolerance(base, shortfall, tol):
+    # property: with both at the same reached target, passed <=> candidate >= baseline - tolerance
+    cand = base - shortfall
+    if abs(shortfall - tol) < 1e-9:
+        return  # the boundary itself is covered by the exact test above
+    report = check_parity(result(acc=base, target=0.5), result(acc=cand, target=0.5), tolerance=tol)
+    assert report.passed == (shortfall <= tol)
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [({"tolerance": -0.1}, "tolerance"), ({"tolerance": 1.0}, "tolerance"), ({"precision": "int8"}, "precision")],
+)
+def test_bad_parity_arguments_name_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        check_parity(result(), result(), **kwargs)
+
+
+def test_price_to_target_reuses_cost_per_step_times_steps_and_refuses_a_failed_report():
+    report = check_parity(result(steps=100), result(steps=120, acc=0.852))
+    priced = price_to_target(report, baseline_cost_per_step_usd=0.001, candidate_cost_per_step_usd=0.0008)
+    # 0.001 x 100 = 0.10 USD; 0.0008 x 120 = 0.096 USD; 0.096 / 0.10 = 0.96
+    assert priced["baseline_cost_to_target_usd"] == pytest.approx(0.10)
+    assert priced["candidate_cost_to_target_usd"] == pytest.approx(0.096)
+    assert priced["relative_cost"] == pytest.approx(0.96) and priced["verdict"] == "cheaper"
+    failed = check_parity(result(), result(reached=False))
+    with pytest.raises(ValueError, match="report.passed must be True.*did not reach"):
+        price_to_target(failed, 0.001, 0.0008)
+
+
+def test_old_style_train_results_still_compare():
+    # the eight positional fields the existing code writes; the new ones default
+    old = TrainResult(True, 90, 5760, 0.8533, 0.85, 64, 0.01, ((90, 0.8533),))
+    assert old.precision == "fp32" and old.metric == "accuracy" and old.tokens_to_target is None
+    assert check_parity(old, old).passed
+
+
+# ---- precision ---------------------------------------------------------------------------------------------------
+
+
+def test_fp16_amp_needs_cuda_and_unknown_precisions_are_refused():
+    task = ClassificationTask(train_samples=64, val_samples=16)
+    with pytest.raises(ValueError, match="fp16-amp.*needs CUDA"):
+        train_to_target(task, precision="fp16-amp", device="cpu")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        train_to_target(task, precision="int8")
+    with pytest.raises(ValueError, match="fp16-amp.*needs CUDA"):
+        TrainingStep(task, 8, precision="fp16-amp")
+
+
+def test_bf16_autocast_runs_the_matmuls_in_bfloat16_with_fp32_weights():
+    model = ClassificationTask().model()
+    x = torch.randn(4, 32)
+    with autocast("bf16-autocast", "cpu"):
+        out = model(x)
+    assert out.dtype == torch.bfloat16  # torch's CPU autocast casts linear to bfloat16
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    with autocast("fp32", "cpu"):
+        assert model(x).dtype == torch.float32
+
+
+def test_fp32_and_bf16_reach_the_same_target_with_parity():
+    task = ClassificationTask()
+    baseline, candidate, parity = compare_to_target(task, {}, {"precision": "bf16-autocast"})
+    assert candidate == train_to_target(task, precision="bf16-autocast")  # deterministic under the seed
+    assert baseline.precision == "fp32" and candidate.precision == "bf16-autocast"
+    for r in (baseline, candidate):
+        assert r.reached and r.final_val_accuracy >= 0.85 and r.samples_to_target == r.steps_to_target * 64
+    assert isinstance(parity, ParityReport) and parity.passed and parity.tolerance == 0.01
+
+
+# ---- the sequence task, counted in tokens ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sequence_runs():
+    task = SequenceTask()
+    return task, compare_to_target(task, {}, {"precision": "bf16-autocast"})
+
+
+def test_sequence_data_is_seeded_shifted_by_one_and_follows_the_rule():
+    task = SequenceTask()
+    x, y, x_val, y_val = task.data()
+    assert x.shape == y.shape == (4096, 32) and x_val.shape == (512, 32)
+    assert all(torch.equal(a, b) for a, b in zip(task.data(), (x, y, x_val, y_val)))
+    assert torch.equal(x[:, 1:], y[:, :-1])  # y is the next token of x
+    assert not torch.equal(x, SequenceTask(seed=1).data()[0])
+    # from the third token on, the next token is rule[previous two] with p + (1 - p) / V = 0.9 + 0.1 / 32
+    rule = task.rule()
+    hits = (y[:, 1:] == rule[x[:, :-1], x[:, 1:]]).float()
+    expected, n = 0.9 + 0.1 / 32, hits.numel()  # 4096 x 31 Bernoulli draws
+    assert abs(hits.mean().item() - expected) < 5 * (expected * (1 - expected) / n) ** 0.5
+
+
+def test_the_ceiling_is_the_bayes_rate_by_hand():
+    # first prediction 1/32; the other 31 at 0.9 + 0.1/32 = 0.903125: (0.03125 + 31 x 0.903125) / 32
+    assert SequenceTask().ceiling_accuracy == pytest.approx((0.03125 + 27.996875) / 32)  # 0.8758789...
+    assert SequenceTask(follow_probability=0.0).ceiling_accuracy == pytest.approx(1 / 32)  # pure noise
+
+
+@pytest.mark.slow
+def test_the_sequence_task_reaches_its_target_counted_in_tokens(sequence_runs):
+    task, (baseline, candidate, parity) = sequence_runs
+    assert task.default_target_accuracy < task.ceiling_accuracy
+    for r in (baseline, candidate):
+        assert r.reached and r.metric == "next-token accuracy" and r.counted_unit == "tokens"
+        assert r.tokens_to_target == r.steps_to_target * 64 * 32  # steps x batch x sequence length
+        assert r.units_to_target == r.tokens_to_target
+        # no model beats the Bayes rate: 512 x 32 held-out tokens, 4 standard errors of room
+        assert r.final_val_accuracy <= task.ceiling_accuracy + 4 * (0.876 * 0.124 / (512 * 32)) ** 0.5
+    assert parity.passed, parity.reasons
+
+
+def test_sequence_training_step_counts_tokens():
+    step = TrainingStep(SequenceTask(train_sequences=8, val_sequences=2), batch_size=20)
+    assert step.x.shape == step.y.shape == (20, 32)  # 8 sequences repeated to fill the batch
+    assert step.counted_unit == "tokens" and step.units_per_step == 20 * 32
+    before = [p.clone() for p in step.model.parameters()]
+    step()
+    assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters()))
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        ({"vocab_size": 1}, "vocab_size"),
+        ({"seq_len": 1}, "seq_len"),
+        ({"follow_probability": 1.5}, "follow_probability"),
+    ],
+)
+def test_bad_sequence_tasks_name_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=field):
+        SequenceTask(**kwargs)
+
+
+# ---- CUDA ---------------------------------------------------------------------------------------------------------
+
+
+@needs_cuda
+@pytest.mark.parametrize("precision", ["bf16-autocast", "fp16-amp"])
+def test_half_precision_on_cuda_reaches_the_target_with_parity(precision):
+    task = ClassificationTask()
+    baseline, candidate, parity = compare_to_target(
+        task, {"device": "cuda"}, {"device": "cuda", "precision": precision}
+    )
+    assert candidate.device == "cuda" and candidate.reached
+    assert parity.passed, parity.reasons
+
+
+def test_train_result_fields_are_documented_in_to_dict():
+    r = result()
+    assert set(r.to_dict()) == {f.name for f in dataclasses.fields(TrainResult)} - {"history"}
+
+
+# ---- quality over seeds: hand-built studies -----------------------------------------------------------------------
+
+
+def seeded(seed, steps=90, acc=0.855, reached=True, budget=300, precision="fp32", target=0.85, batch=64):
+    """A fixed-budget TrainResult built by hand for one seed: no training."""
+    history = ((steps, 0.851), (budget, acc)) if reached else ((budget, acc),)
+    return TrainResult(
+        reached,
+        steps if reached else None,
+        steps * batch if reached else None,
+        acc,
+        target,
+        batch,
+        0.01,
+        history,
+        precision=precision,
+        max_steps=budget,
+        seed=seed,
+        hidden=128,
+        budget_steps=budget,
+        accuracy_at_budget=acc,
+    )
+
+
+def study(accs, steps=(85, 67, 113), seeds=(0, 1, 2), missed=(), **kwargs):
+    return SeedRuns(tuple(seeded(s, n, a, reached=s not in missed, **kwargs) for s, n, a in zip(seeds, steps, accs)))
+
+
+def test_seed_runs_expose_steps_and_accuracy_per_seed_in_seed_order():
+    runs = SeedRuns((seeded(2, 113, 0.853), seeded(0, 85, 0.856), seeded(1, 67, 0.854)))
+    assert runs.seeds == (0, 1, 2) and runs.reached_all and runs.missed_seeds == () and runs.budget_steps == 300
+    assert runs.steps_to_target_values == (85, 67, 113)
+    assert runs.accuracy_at_budget_values == (0.856, 0.854, 0.853)
+    assert runs.mean_accuracy_at_budget == pytest.approx((0.856 + 0.854 + 0.853) / 3)  # 0.854333...
+    d = runs.to_dict()
+    assert d["seeds"] == [0, 1, 2] and d["steps_to_target"] == [85, 67, 113] and d["missed_seeds"] == []
+    assert d["accuracy_at_budget"] == [0.856, 0.854, 0.853] and len(d["runs"]) == 3
+    assert d["target_resolution_steps"] == [85, 67, 113]  # hand-built: nothing evaluated before the target
+    json.dumps(d)
+
+
+def test_steps_to_target_values_need_every_seed_to_reach_it():
+    runs = study((0.84, 0.85, 0.83), missed=(0, 2))
+    assert not runs.reached_all and runs.missed_seeds == (0, 2)
+    assert runs.steps_to_target_per_seed == (None, 67, None)
+    with pytest.raises(ValueError, match="steps_to_target_values needs every seed.*seeds 0, 2 .*within 300 steps"):
+        _ = runs.steps_to_target_values
+    assert runs.to_dict()["steps_to_target"] == [None, 67, None]
+
+
+def test_seed_runs_without_a_budget_have_no_accuracy_at_budget():
+    runs = SeedRuns(
+        tuple(dataclasses.replace(seeded(s), budget_steps=None, accuracy_at_budget=None) for s in (0, 1, 2))
+    )
+    with pytest.raises(ValueError, match="budget_steps must be an integer"):
+        _ = runs.accuracy_at_budget_values
+    assert runs.to_dict()["accuracy_at_budget"] is None
+    with pytest.raises(ValueError, match="baseline.budget_steps must be an integer, got None"):
+        check_parity_over_seeds(runs, study((0.855,) * 3))
+
+
+@pytest.mark.parametrize(
+    "runs,message",
+    [
+        ((), "runs must hold at least one"),
+        ((seeded(0), "run"), r"runs\[1\] must be a TrainResult"),
+        ((dataclasses.replace(seeded(0), seed=None),), r"runs\[0\].seed must be an integer"),
+        ((seeded(0), seeded(0)), "distinct seeds"),
+        ((seeded(0), seeded(1, precision="bf16-autocast")), r"runs\[\*\].precision must be the same"),
+        ((seeded(0), seeded(1, budget=200)), r"runs\[\*\].budget_steps must be the same"),
+        ((seeded(0), seeded(1, batch=128)), r"runs\[\*\].batch_size must be the same"),
+    ],
+)
+def test_a_seed_study_is_one_config_over_distinct_seeds(runs, message):
+    with pytest.raises(ValueError, match=message):
+        SeedRuns(runs)
+
+
+def test_parity_over_seeds_compares_mean_accuracy_at_the_budget():
+    base = study((0.856, 0.854, 0.853))  # mean 0.854333
+    cand = study((0.855, 0.852, 0.851), steps=(40, 41, 61))  # mean 0.852667: 0.001667 short, within 0.005
+    report = check_parity_over_seeds(base, cand)
+    assert report.passed and report.reasons == () and report.tolerance == 0.005
+    assert report.baseline_metric == pytest.approx(0.854333333) and report.candidate_metric == pytest.approx(
+        0.852666667
+    )
+    assert report.baseline_steps_to_target == pytest.approx(265 / 3)  # (85 + 67 + 113) / 3
+    assert report.candidate_steps_to_target == pytest.approx(142 / 3)  # (40 + 41 + 61) / 3
+    assert report.steps_change == pytest.approx(142 / 265 - 1)
+    assert report.seeds == (0, 1, 2) and report.budget_steps == 300
+    assert report.baseline_steps_per_seed == (85, 67, 113) and report.candidate_metric_per_seed == (0.855, 0.852, 0.851)
+    d = report.to_dict()
+    assert d["seeds"] == [0, 1, 2] and d["candidate_steps_per_seed"] == [40, 41, 61]
+    json.dumps(d)
+
+
+def test_parity_over_seeds_names_every_seed_that_missed_the_target():
+    base = study((0.856, 0.854, 0.853))
+    report = check_parity_over_seeds(base, study((0.856, 0.853, 0.854), missed=(1,)))
+    assert not report.passed and report.candidate_steps_to_target is None and report.steps_change is None
+    assert report.candidate_steps_per_seed == (85, None, 113)
+    assert report.reasons == ("candidate did not reach the target 0.85 within 300 steps with seed 1",)
+    report = check_parity_over_seeds(study((0.856, 0.854, 0.853), missed=(0, 2)), base)
+    assert report.reasons == ("baseline did not reach the target 0.85 within 300 steps with seeds 0, 2",)
+
+
+def test_parity_over_seeds_tolerance_follows_the_candidate_dtype():
+    base = study((0.860, 0.860, 0.860))
+    short = (0.852, 0.852, 0.852)  # mean shortfall 0.008
+    report = check_parity_over_seeds(base, study(short))
+    assert not report.passed  # fp32: 0.008 > 0.005
+    assert report.reasons == (
+        "candidate mean accuracy after 300 steps 0.852 over seeds 0, 1, 2 is below baseline 0.860 - 0.005",
+    )
+    assert check_parity_over_seeds(base, study(short, precision="bf16-autocast")).passed  # 0.008 <= 0.01
+    assert check_parity_over_seeds(base, study(short), precision="fp16-amp").passed
+    assert check_parity_over_seeds(base, study(short), tolerance=0.008).passed  # exactly at the tolerance
+    assert not check_parity_over_seeds(base, study(short), tolerance=0.007).passed
+
+
+@given(accs=st.lists(st.floats(0.5, 1.0), min_size=6, max_size=6), tol=st.floats(0.0, 0.05))
+def test_parity_over_seeds_holds_exactly_when_the_mean_shortfall_is_within_tolerance(accs, tol):
+    base, cand = study(accs[:3], target=0.5), study(accs[3:], target=0.5)
+    shortfall = sum(accs[:3]) / 3 - sum(accs[3:]) / 3
+    if abs(shortfall - tol) < 1e-9:
+        return  # the boundary itself is covered by the exact test above
+    assert check_parity_over_seeds(base, cand, tolerance=tol).passed == (shortfall <= tol)
+
+
+def test_parity_over_seeds_needs_the_same_seeds_budget_target_and_enough_seeds():
+    base = study((0.855,) * 3)
+    assert check_parity_over_seeds(base, study((0.855,) * 3, seeds=(0, 1, 3))).reasons == (
+        "the seeds differ: baseline 0, 1, 2, candidate 0, 1, 3; compare over the same seeds",
+    )
+    assert check_parity_over_seeds(base, study((0.855,) * 3, budget=200)).reasons == (
+        "the step budgets differ: baseline 300, candidate 200; compare after the same number of steps",
+    )
+    assert check_parity_over_seeds(base, study((0.855,) * 3, target=0.8)).reasons == (
+        "the targets differ: baseline 0.85, candidate 0.8; compare at the same target",
+    )
+    two = study((0.855,) * 2, seeds=(0, 1))
+    assert check_parity_over_seeds(two, two).reasons == ("only 2 seeds (0, 1); parity across seeds needs at least 3",)
+    assert check_parity_over_seeds(two, two, min_seeds=2).passed
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"baseline": result()}, "baseline must be a SeedRuns"),
+        ({"tolerance": 1.0}, "tolerance must be in"),
+        ({"precision": "int8"}, "precision must be one of"),
+        ({"min_seeds": 0}, "min_seeds must be an integer >= 1"),
+    ],
+)
+def test_bad_parity_over_seeds_arguments_name_the_field(kwargs, message):
+    args = {"baseline": study((0.855,) * 3), "candidate": study((0.855,) * 3), **kwargs}
+    with pytest.raises(ValueError, match=message):
+        check_parity_over_seeds(**args)
+
+
+# ---- quality over seeds: real runs --------------------------------------------------------------------------------
+
+SMALL = ClassificationTask(train_samples=1024, val_samples=512)
+
+
+@pytest.mark.parametrize(
+    "seeds,kwargs,message",
+    [
+        ((0, 1), {}, "seeds must be a sequence of at least 3 distinct integers >= 0, got \\(0, 1\\)"),
+        ((0, 0, 1), {}, "seeds must be a sequence"),
+        ((-1, 0, 1), {}, "seeds must be a sequence"),
+        (3, {}, "seeds must be a sequence"),
+        ((0, 1, 2.5), {}, "seeds must be a sequence"),
+        ((0, 1, 2), {"seed": 4}, "seed must not be given"),
+        ((0, 1, 2), {"min_seeds": 0}, "min_seeds"),
+        ((0, 1, 2), {"budget_steps": 0}, "budget_steps must be an integer >= 1"),
+    ],
+)
+def test_bad_seed_studies_name_the_field(seeds, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        train_over_seeds(SMALL, seeds, **kwargs)
+
+
+def test_train_over_seeds_is_one_train_to_target_per_seed():
+    runs = train_over_seeds(SMALL, (2, 0, 1), budget_steps=40, lr=0.05)
+    assert runs.seeds == (0, 1, 2) and runs.budget_steps == 40
+    for seed, run in zip(runs.seeds, runs.runs):
+        assert run == train_to_target(SMALL, seed=seed, budget_steps=40, lr=0.05)
+    assert len(set(runs.accuracy_at_budget_values)) > 1  # another initialisation, another model
+    assert train_over_seeds(SMALL, (5,), min_seeds=1, max_steps=20).seeds == (5,)
+
+
+@pytest.fixture(scope="module")
+def plan_configs_over_seeds():
+    """The optimization plan's configs (gpucost_lab.release.plan) over seeds 0, 1, 2 at a 300-step budget."""
+    task = ClassificationTask()
+    configs = {
+        "baseline": {},
+        "batch128": {"batch_size": 128, "lr": 0.02},
+        "bf16": {"precision": "bf16-autocast"},
+        "hidden8": {"hidden": 8},
+    }
+    return {name: train_over_seeds(task, budget_steps=300, **kwargs) for name, kwargs in configs.items()}
+
+
+def test_plan_candidates_pass_or_fail_parity_across_seeds(plan_configs_over_seeds):
+    runs = plan_configs_over_seeds
+    base = runs["baseline"]
+    assert base.reached_all and all(r.steps_to_target < 300 for r in base.runs)
+    for name in ("batch128", "bf16"):
+        report = check_parity_over_seeds(base, runs[name])
+        assert report.passed, (name, report.reasons)
+        assert report.baseline_metric == pytest.approx(sum(base.accuracy_at_budget_values) / 3)
+    # a 32-8-8 MLP is too narrow: every seed that missed 0.85 is named, and/or its mean accuracy falls short
+    tiny = runs["hidden8"]
+    report = check_parity_over_seeds(base, tiny)
+    assert not report.passed
+    for seed in tiny.missed_seeds:
+        assert any(
+            r.startswith("candidate did not reach") and str(seed) in r.split("with seed")[1] for r in report.reasons
+        )
+    assert report.tolerance == 0.005 and check_parity_over_seeds(base, runs["bf16"]).tolerance == 0.01
+
+
+def test_compare_over_seeds_trains_both_and_checks_parity():
+    baseline, candidate, parity = compare_over_seeds(
+        SMALL, {"lr": 0.05}, {"lr": 0.05, "precision": "bf16-autocast"}, budget_steps=30, seeds=(0, 1, 2)
+    )
+    assert candidate == train_over_seeds(SMALL, budget_steps=30, lr=0.05, precision="bf16-autocast")
+    assert parity == check_parity_over_seeds(baseline, candidate)

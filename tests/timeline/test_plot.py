@@ -1,0 +1,141 @@
+"""The timeline picture and its text twin agree with the trace they are drawn from."""
+
+import re
+
+import matplotlib
+import pytest
+
+matplotlib.use("Agg")
+
+from gpucost_lab.simulate.config import SCENARIOS, SimConfig
+from gpucost_lab.simulate.write import write_trace  # noqa: E402
+from gpucost_lab.timeline import gaps, load_trace  # noqa: E402
+from gpucost_lab.timeline.plot import LANE_TABLE_COLUMNS, lane_table, plot_timeline  # noqa: E402
+
+
+def _trace(tmp_path, config=SCENARIOS["dataloader_stall"]):
+    return load_trace(write_trace(config, tmp_path / "t.json.gz"))
+
+
+def test_one_lane_per_thread_and_stream_and_shaded_gaps(tmp_path):
+    trace = _trace(tmp_path)
+    fig = plot_timeline(trace, top_gaps=2)
+    ax = fig.axes[0]
+    lanes = [t.get_text() for t in ax.get_yticklabels()]
+    drawn = trace.events[trace.events["dur_us"] > 0]
+    assert set(lanes) == set(drawn[drawn["kind"].isin(["kernel", "memcpy", "cpu_op", "runtime", "step"])]["lane"])
+    assert lanes[-1].startswith("stream")  # streams after threads
+    shaded = [p for p in ax.patches if p.get_facecolor()[:3] == matplotlib.colors.to_rgb("red")]
+    assert len(shaded) == 2
+    labels = sorted(t.get_text() for t in ax.texts)
+    widest_ms = gaps(trace, top=1)["duration_us"].iloc[0] / 1e3
+    assert labels[0] == f"gap 1: {widest_ms:.2f} ms"
+
+
+GAP_LABEL = re.compile(r"^gap (\d+): ([\d.]+) ms$")
+
+
+def _labelled(ax) -> dict[int, tuple[str, float]]:
+    """rank -> (the width shown, the label's x) of every gap label on the axes."""
+    out = {}
+    for text in ax.texts:
+        match = GAP_LABEL.match(text.get_text())
+        assert match, text.get_text()
+        out[int(match[1])] = (match[2], text.get_position()[0])
+    return out
+
+
+@pytest.mark.parametrize("end_ms,top", [(None, 3), (20, 3), (45, 3), (None, 10)])
+def test_gap_labels_number_the_gaps_as_the_gaps_table_ranks_them(tmp_path, end_ms, top):
+    trace = _trace(tmp_path)
+    t0_us = trace.events["ts_us"].min()
+    table = gaps(trace, min_us=1)  # the chapter's table, widest first
+    # the ranking by hand: widest first, rank 1 the widest, as the table's rank index says
+    widths = sorted(table["duration_us"], reverse=True)
+    assert list(table.index) == list(range(1, len(table) + 1)) and list(table["duration_us"]) == widths
+    ax = plot_timeline(trace, end_ms=end_ms, top_gaps=top).axes[0]
+    shown = _labelled(ax)
+    # the table's first `top` rows, those that start inside the window, each under its own rank and width
+    first = table.head(top)
+    starts_ms = (first["start_us"] - t0_us) / 1e3
+    in_window = [rank for rank in first.index if end_ms is None or starts_ms[rank] < end_ms]
+    assert sorted(shown) == in_window
+    for rank, (width, x) in shown.items():
+        assert width == f"{first.loc[rank, 'duration_us'] / 1e3:.2f}"
+        end = starts_ms[rank] + first.loc[rank, "duration_us"] / 1e3
+        assert x == pytest.approx(starts_ms[rank]) or x == pytest.approx(min(end, ax.get_xlim()[1]))
+    missing = [rank for rank in first.index if rank not in in_window]
+    for rank in missing:  # named under the axis instead
+        assert f"gap {rank}: {first.loc[rank, 'duration_us'] / 1e3:.2f} ms at" in ax.get_xlabel()
+    if end_ms == 20:  # the window the chapter once drew: the table's gap 2 starts at 38 ms
+        assert sorted(shown) == [1, 3] and missing == [2]
+
+
+@pytest.mark.parametrize("end_ms,top", [(None, 3), (20, 3), (45, 3), (None, 10), (8, 3)])
+def test_no_gap_label_overlaps_the_title_or_another_label(tmp_path, end_ms, top):
+    fig = plot_timeline(_trace(tmp_path), end_ms=end_ms, top_gaps=top)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    title = ax.title.get_window_extent(renderer)
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert boxes, "some gap is labelled"
+    for i, box in enumerate(boxes):
+        assert not box.overlaps(title), (ax.texts[i].get_text(), box, title)
+        assert box.y1 <= ax.get_window_extent(renderer).y1, "labels sit inside the axes, below its top edge"
+        for other in boxes[i + 1 :]:
+            assert not box.overlaps(other)
+
+
+def test_no_gaps_asked_no_gaps_drawn(tmp_path):
+    ax = plot_timeline(_trace(tmp_path), top_gaps=0).axes[0]
+    assert len(ax.texts) == 0 and "outside" not in ax.get_xlabel()
+
+
+def test_lane_table_sums_durations_per_lane_and_kind(tmp_path):
+    trace = _trace(tmp_path, SimConfig(steps=3))
+    table = lane_table(trace)
+    assert list(table.columns) == LANE_TABLE_COLUMNS
+    kernels = trace.events[trace.events["kind"] == "kernel"]
+    row = table[(table["kind"] == "kernel")].iloc[0]
+    assert row["events"] == len(kernels)
+    assert row["busy_ms"] == pytest.approx(kernels["dur_us"].sum() / 1e3)
+
+
+def test_window_limits_what_is_drawn(tmp_path):
+    trace = _trace(tmp_path)
+    full = lane_table(trace)["events"].sum()
+    first = lane_table(trace, end_ms=5)["events"].sum()
+    assert 0 < first < full
+
+
+def test_compare_puts_the_fix_beside_the_stall(tmp_path):
+    from dataclasses import replace
+
+    from gpucost_lab.timeline import COMPARE_COLUMNS, busy_idle, compare
+
+    stall = load_trace(write_trace(SCENARIOS["dataloader_stall"], tmp_path / "stall.json"))
+    fixed = load_trace(write_trace(replace(SCENARIOS["dataloader_stall"], num_workers=4), tmp_path / "fixed.json"))
+    table = compare({"stall": stall, "fixed": fixed})
+    assert list(table.columns) == COMPARE_COLUMNS and list(table.index) == ["stall", "fixed"]
+    b = busy_idle(stall)
+    assert table.loc["stall", "busy_share"] == pytest.approx(b.busy_us / b.span_us)
+    assert table.loc["fixed", "busy_share"] > table.loc["stall", "busy_share"]
+    assert table.loc["fixed", "widest_gap_ms"] < table.loc["stall", "widest_gap_ms"]
+    # a 64-sample batch decoded on the main thread at 80 us per sample: each host wait is at least 5.1 ms
+    # of decoding minus the GPU work it overlaps; every complete step but the first opens one
+    assert table.loc["stall", "gaps_over_1ms"] >= SCENARIOS["dataloader_stall"].steps - 3
+    assert table.loc["fixed", "gaps_over_1ms"] == 0
+
+
+def test_loading_with_a_progress_bar_counts_every_event(tmp_path, capsys):
+    from gpucost_lab.simulate.config import SimConfig
+    from gpucost_lab.simulate.write import simulate
+
+    path = write_trace(SimConfig(steps=2), tmp_path / "t.json")
+    total = len(simulate(SimConfig(steps=2))["traceEvents"])
+    quiet = load_trace(path)
+    shown = load_trace(path, progress=True)
+    assert shown.events.equals(quiet.events)
+    err = capsys.readouterr().err
+    assert "reading t.json" in err and f"{total}" in err.replace(",", "")
