@@ -16,7 +16,7 @@ help:
 	@echo "make lab          install (first run only) and start JupyterLab on the course"
 	@echo "make test         install (first run only) and run every test, notebooks included (lint first)"
 	@echo "make check        the quick loop: lint and the unit tests, under a minute"
-	@echo "make lint         ruff check and ruff format --check (ruff format . applies the format)"
+	@echo "make lint         ruff, the import contracts, the type checker and the dead-code finder"
 	@echo "make install      the system packages (bubblewrap; apt-get as root), then .venv with the course, test and hub dependencies"
 	@echo "make system-packages  only the system packages the course needs (SYSTEM_SET=test: also what the tests need)"
 	@echo "make labs         regenerate labs/ (what learners receive) from the nbgrader sources in solutions/"
@@ -61,10 +61,15 @@ lab: install
 		--ServerApp.port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 # Lint and format check of the package, tests, benchmarks and deploy (settings in pyproject.toml, [tool.ruff]);
-# notebooks are left out. `$(BIN)/ruff format .` applies the format.
+# notebooks are left out. `$(BIN)/ruff format .` applies the format. Then the package's structure: the import
+# contracts (layers, no cycles: [tool.importlinter]), the type checker ([tool.mypy]) and the dead-code finder
+# (tools/dead_code.py, which also reads the chapters' and labs' code in their text forms).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
+	$(BIN)/python tools/dead_code.py
 
 # The quick loop while editing: the lint and the unit tests, under a minute on 2 cores. Left out by marker (declared
 # in pyproject.toml; tests/conftest.py marks whole files): notebook (a notebook executed), browser (Chromium), grading
@@ -125,7 +130,7 @@ bench-table:
 
 # Every environment the Makefile made; instructors' nbgrader state (gradebook.db, submitted/, ...) is kept.
 clean:
-	rm -rf $(VENV) $(HTA_VENV) $(HUB_DIR)/node_modules $(HUB_DIR)/state .pytest_cache .hypothesis .ruff_cache *.egg-info
+	rm -rf $(VENV) $(HTA_VENV) $(HUB_DIR)/node_modules $(HUB_DIR)/state .pytest_cache .hypothesis .ruff_cache .mypy_cache *.egg-info
 
 # The course on a JupyterHub (deploy/hub/README.md). The hub's proxy, configurable-http-proxy, is an npm package:
 # installed into deploy/hub/node_modules (ignored by git), never globally. Without npm the hub tests skip, loudly.

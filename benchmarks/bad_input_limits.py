@@ -4,7 +4,8 @@ the largest valid inputs answered within what the README states.
 Each case runs ``python -m gpucost_lab ...`` in a child process and records its exit status, its stderr's lines, its
 wall time and its peak RSS (``os.wait4``, the child's own):
 
-- ``analyze`` of the traces that exhausted memory or hung before the limits of ``gpucost_lab/timeline/limits.py``: 256 MB
+- ``analyze`` of the traces that exhausted memory or hung before the limits of
+  ``gpucost_lab/timeline/limits.py``: 256 MB
   of whitespace between two events, an event name of 150 MB, gzip "bombs" (10 GB of one string, of whitespace
   between events, of a number outside the events, each a file of about 10 MB), and a FIFO;
 - ``analyze`` at the event limit: a synthetic CUDA trace of 9,996,207 ``traceEvents`` entries (2.0 GB of JSON,

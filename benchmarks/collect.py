@@ -309,7 +309,13 @@ GPU_BENCHES: tuple[Bench, ...] = (
     Bench(
         "gpu_tests",
         "benchmarks/gpu_check.sh",
-        (Row("the CUDA tests (tests/project/test_gpu.py and the CUDA tests elsewhere)", "all pass, none skipped", gpu_tests),),
+        (
+            Row(
+                "the CUDA tests (tests/project/test_gpu.py and the CUDA tests elsewhere)",
+                "all pass, none skipped",
+                gpu_tests,
+            ),
+        ),
         timed=False,
     ),
     Bench(

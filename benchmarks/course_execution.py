@@ -7,7 +7,8 @@
   TESTS`` marker lines removed, so every answer and every test (hidden ones included) runs; no error is allowed.
   ``GPUCOST_LAB_SELF_CHECK=1`` is set, as when a lab is graded, so the lab's own self-check cell does nothing.
 
-Each notebook runs in a scratch working directory (as tests/course/test_chapters.py does) with a fresh kernel; the kernel
+Each notebook runs in a scratch working directory (as tests/course/test_chapters.py does) with a fresh kernel;
+the kernel
 start (launch until it answers ``kernel_info``) is timed apart from executing the cells. Targets: each notebook
 under 20 s (start + execution) and the whole course under 120 s, on the machine it runs on. Prints one JSON
 line; exits 0 even when short.

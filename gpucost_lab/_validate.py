@@ -83,9 +83,10 @@ def integer_at_least(name: str, value: object, minimum: int, maximum: int | None
             value = int(value)
         else:
             raise InputError(name, f"{name} must be an integer {allowed}, got {value!r}")
-    if value < minimum or (maximum is not None and value > maximum):
+    number = int(value)
+    if number < minimum or (maximum is not None and number > maximum):
         raise InputError(name, f"{name} must be an integer {allowed}, got {value!r}")
-    return int(value)
+    return number
 
 
 def too_large(name: str, value: object, limit: float, given: str, beyond: str) -> InputError:
@@ -235,4 +236,11 @@ def one_of(name: str, value: object, allowed: Iterable[str]) -> str:
     allowed = tuple(allowed)
     if value not in allowed:
         raise InputError(name, f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}")
-    return value  # type: ignore[return-value]
+    return value
+
+
+def non_empty_text(name: str, value: object) -> str:
+    """Return ``value`` if it is a string holding more than whitespace (a name, a title, a summary)."""
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(name, f"{name} must be a non-empty string, got {value!r}")
+    return value

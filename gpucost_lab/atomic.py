@@ -26,7 +26,7 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, BinaryIO, TextIO
+from typing import IO, Any, BinaryIO, TextIO
 
 from gpucost_lab._validate import TEMPORARY_NAME_EXTRA_BYTES, output_file
 
@@ -67,7 +67,9 @@ def stale_temporary_files(path: str | os.PathLike) -> tuple[list[Path], list[Pat
     """``(removable, kept)``: the temporary files of earlier writes to ``path`` made before this process started,
     split by whether their writer has gone (module doc)."""
     path = Path(path)
-    pattern, removable, kept = _pattern(path), [], []
+    pattern = _pattern(path)
+    removable: list[Path] = []
+    kept: list[Path] = []
     try:
         entries = list(os.scandir(path.parent))
     except OSError:
@@ -147,7 +149,7 @@ class Pending:
 
 
 def prepare(
-    path: str | os.PathLike, write: Callable[[IO], None], mode: str = "xb", name: str = "path", **kw
+    path: str | os.PathLike, write: Callable[[IO], object], mode: str = "xb", name: str = "path", **kw
 ) -> Pending:
     """Write ``path``'s new content to its temporary file (flushed and fsynced) and return it as a :class:`Pending`
     write; nothing is left behind when ``write`` fails. Stale temporary files of ``path`` go first (module doc)."""
@@ -165,12 +167,12 @@ def prepare(
     return Pending(path, tmp)
 
 
-def _atomic(path: str | os.PathLike, write: Callable[[IO], None], mode: str, name: str, **open_kwargs) -> Path:
+def _atomic(path: str | os.PathLike, write: Callable[[Any], object], mode: str, name: str, **open_kwargs) -> Path:
     return prepare(path, write, mode, name, **open_kwargs).commit()
 
 
 def atomic_write(
-    path: str | os.PathLike, write: Callable[[TextIO], None], *, name: str = "path", newline: str = "\n"
+    path: str | os.PathLike, write: Callable[[TextIO], object], *, name: str = "path", newline: str = "\n"
 ) -> Path:
     """Write a UTF-8 text file atomically: ``write(f)`` fills the temporary file. Returns the path.
 
@@ -189,7 +191,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, name: str = "pat
     return _atomic(path, lambda f: f.write(data), "xb", name)
 
 
-def atomic_write_stream(path: str | os.PathLike, write: Callable[[BinaryIO], None], *, name: str = "path") -> Path:
+def atomic_write_stream(path: str | os.PathLike, write: Callable[[BinaryIO], object], *, name: str = "path") -> Path:
     """Write a binary file atomically, ``write(f)`` filling the temporary file a piece at a time. Returns the path."""
     return _atomic(path, write, "xb", name)
 

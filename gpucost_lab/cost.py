@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, cast
 
 from gpucost_lab._validate import FLOAT_MAX, InputError, fraction, greater_than, positive, too_large
-from gpucost_lab.measure.timing import Measurement
 from gpucost_lab.stats import Estimate, Interval, combine
+
+if TYPE_CHECKING:  # annotations only: measure sits above cost in the layers
+    from gpucost_lab.measure.timing import Measurement
 
 SECONDS_PER_HOUR = 3600.0
 DEFAULT_PRICE_PER_HOUR_USD = 2.10  # the course's stated assumption
@@ -94,7 +97,7 @@ def measured_cost_to_target(
     if isinstance(steps_to_target, (int, float)) and not isinstance(steps_to_target, bool):
         steps: Estimate | float = positive("steps_to_target", steps_to_target)
     else:
-        counts = tuple(steps_to_target)
+        counts = tuple(cast(Sequence[int], steps_to_target))  # a bool is no count: tuple() refuses it
         if not counts or not all(isinstance(c, (int, float)) and not isinstance(c, bool) and c > 0 for c in counts):
             raise InputError(
                 "steps_to_target", f"steps_to_target must be a count > 0 or counts > 0, one per seed, got {counts!r}"
@@ -207,6 +210,6 @@ def predict(
         out.update(
             window_hours=float(window_hours),
             baseline_fits_window=baseline_hours <= window_hours,
-            candidate_fits_window=out["candidate_hours"] <= window_hours,
+            candidate_fits_window=baseline_hours * r <= window_hours,
         )
     return out

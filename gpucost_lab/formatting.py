@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from gpucost_lab.stats import Estimate, Interval
+
+_Value = TypeVar("_Value", int, float)
 
 
 def format_bytes(n_bytes: int) -> str:
@@ -32,8 +35,11 @@ def format_ratio(ratio: float) -> str:
     return f"{ratio:.3f}x"
 
 
-def _pair(a: float, b: float, short: Callable[[float], str], exact: Callable[[float], str]) -> tuple[str, str]:
-    """Format two values to compare; exactly when the short forms would hide a difference."""
+def format_pair(
+    a: _Value, b: _Value, short: Callable[[_Value], str], exact: Callable[[_Value], str]
+) -> tuple[str, str]:
+    """Two values to compare, in their ``short`` format; in their ``exact`` one when the short forms would hide a
+    difference (a peak one byte over its budget would otherwise read ``25.1 GB > 25.1 GB``)."""
     sa, sb = short(a), short(b)
     if a != b and sa == sb:
         return exact(a), exact(b)
@@ -91,6 +97,7 @@ __all__ = [
     "format_hours",
     "format_memory",
     "format_number",
+    "format_pair",
     "format_ratio",
     "format_steps",
 ]

@@ -183,7 +183,6 @@ def ratio_interval(candidate: Estimate, baseline: Estimate) -> Interval:
 #: A change within 5% either way is "the same": the course acts on changes of 10-50% in cost, and a rerun of the same
 #: comparison on another day moves by a few percent (quiet-machine intervals in benchmarks/RESULTS.md span 2-15%).
 EQUIVALENCE_MARGIN = 0.05
-VERDICT_WORDS = ("same", "inconclusive")  # beside each pair of directions ("faster"/"slower", ...)
 
 
 def decide(interval: Interval, lower: str, higher: str, margin: float = EQUIVALENCE_MARGIN) -> str:

@@ -1,4 +1,7 @@
+import importlib.abc
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,48 @@ KIND_BY_PATH = {
     "project/test_make_lab.py": ("slow",),  # JupyterLab started by `make lab`
 }
 TESTS = Path(__file__).resolve().parent
+
+
+def one_torch_thread(torch) -> None:
+    """Run ``torch`` on one thread in this process (kernels and CLI subprocesses keep their own defaults).
+
+    On a small machine shared with another busy program, torch's default pool (one thread a core) waits on a thread
+    that does not get the core, and small steps slow down by orders of magnitude.
+    """
+    torch.set_num_threads(1)
+    try:  # allowed only before any inter-op parallel work; where that already ran, the intra-op setting suffices
+        torch.set_num_interop_threads(1)
+    except RuntimeError:
+        pass
+
+
+class OneTorchThreadOnImport(importlib.abc.MetaPathFinder):
+    """Calls :func:`one_torch_thread` as soon as ``import torch`` has finished, wherever it happens.
+
+    Lazy because a third of the test files never load torch and its import is most of a short run's start-up; at
+    import because a test that imports torch in its own body would otherwise run on the default pool.
+    """
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != "torch":
+            return None
+        sys.meta_path.remove(self)  # once: the real finders locate torch
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            load = spec.loader.exec_module
+
+            def exec_module(module):
+                load(module)
+                one_torch_thread(module)
+
+            spec.loader.exec_module = exec_module  # this spec's own loader object, made for this import
+        return spec
+
+
+if "torch" in sys.modules:  # a plugin got there first
+    one_torch_thread(sys.modules["torch"])
+else:
+    sys.meta_path.insert(0, OneTorchThreadOnImport())
 
 
 def pytest_collection_modifyitems(config, items):

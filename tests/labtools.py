@@ -1,4 +1,5 @@
-"""What the lab and chapter tests share: nbgrader metadata, the labs' files, and submissions built from the sources.
+"""What the lab and chapter tests share: nbgrader metadata, the labs' files, submissions built from the sources, and
+the instructor's nbgrader workflow.
 
 A lab's source (``solutions/<lab>/<lab>.ipynb``) holds each answer between ``### BEGIN SOLUTION`` and
 ``### END SOLUTION`` and each hidden test between ``### BEGIN HIDDEN TESTS`` and ``### END HIDDEN TESTS``; its
@@ -8,9 +9,12 @@ the source's answers without the marker lines: every line holding ``### `` is dr
 
 from __future__ import annotations
 
+import csv
+import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -78,7 +82,8 @@ def write_submission(nb, directory: Path, lab: str) -> Path:
 
 def checks_after(lab: str, answer_gid: str) -> set[str]:
     """The graded cells of ``lab`` that follow the answer cell ``answer_gid``, up to the next answer cell."""
-    tests, current = {}, None
+    tests: dict[str, set[str]] = {}
+    current = None
     for cell in nbformat.read(source_path(lab), as_version=4).cells:
         if meta(cell).get("solution"):
             current = meta(cell)["grade_id"]
@@ -106,3 +111,98 @@ def generated_release(lab: str, directory: Path):
         capture_output=True,
     )
     return nbformat.read(course / "labs" / lab / f"{lab}.ipynb", as_version=4)
+
+
+def nbgrader_in(course: Path, *args: str) -> None:
+    """``nbgrader *args`` in ``course`` with this environment's tools on PATH, as after ``. .venv/bin/activate``."""
+    bin_dir = Path(sys.executable).parent
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    proc = subprocess.run(
+        [str(bin_dir / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def instructor_workflow(lab: str, answered_by_student: dict[str, set[str]], directory: Path) -> tuple[Path, list]:
+    """The README's instructor steps for ``lab`` on a course copied into ``directory``: the course and its grades.
+
+    generate_assignment, then each student's submission (the release with the source's answers in the
+    ``answered_by_student[student]`` cells) placed in ``submitted/``, autograde, generate_feedback and export
+    to ``grades.csv``, whose rows (dicts by column) come back.
+    """
+    course = course_copy(directory)
+    nbgrader_in(course, "generate_assignment", lab, "--force")
+    for student, answered in answered_by_student.items():
+        write_submission(answered_release(lab, answered), course / "submitted" / student / lab, lab)
+    nbgrader_in(course, "autograde", lab)
+    nbgrader_in(course, "generate_feedback", lab)
+    nbgrader_in(course, "export", "--to", "grades.csv")
+    with open(course / "grades.csv", newline="") as fh:
+        return course, list(csv.DictReader(fh))
+
+
+@dataclass(frozen=True)
+class Lab:
+    """A lab as its tests see it: its name, its answer cells, and how its tests tell the grader which lab it is.
+
+    ``by_name``: the tests name the assignment (``grade(assignment=...)``, ``--assignment``); otherwise the grader
+    recognises it from the submission.
+    """
+
+    name: str
+    answers: frozenset[str]  # the grade_ids of its answer cells
+    by_name: bool
+
+    @property
+    def source(self) -> Path:
+        return source_path(self.name)
+
+    @property
+    def release(self) -> Path:
+        return release_path(self.name)
+
+    def grade_options(self) -> dict:
+        """What ``grade`` is given besides the submission, to know the assignment."""
+        return {"assignment": self.name} if self.by_name else {}
+
+    def cli_options(self) -> list[str]:
+        """The same for ``gpucost-lab grade``."""
+        return ["--assignment", self.name] if self.by_name else []
+
+    def partial(self, directory: Path, answered: set[str]) -> Path:
+        """The release with the source's answers in the ``answered`` cells, written as a submission in ``directory``."""
+        return write_submission(answered_release(self.name, answered), directory, self.name)
+
+
+PROFILE = Lab(
+    "profile_training_loop",
+    frozenset(
+        {
+            "lab_instrument",
+            "lab_balance",
+            "lab_dominant",
+            "lab_correlate",
+            "lab_decide",
+            "lab_act",
+            "lab_price",
+            "lab_revalidate",
+        }
+    ),
+    by_name=False,
+)
+PLAN = Lab(
+    "optimization_plan",
+    frozenset(
+        {
+            "plan_diagnose",
+            "plan_parity_runs",
+            "plan_memory",
+            "plan_memory_fix",
+            "plan_throughput",
+            "plan_release",
+            "plan_principle",
+        }
+    ),
+    by_name=True,
+)
+LABS = (PROFILE, PLAN)

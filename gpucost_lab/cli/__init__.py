@@ -1,3 +1,5 @@
-"""``gpucost-lab``, the course's tools on the command line: :mod:`.main` assembles the commands, :mod:`.errors` reports
-bad input in one line, and each other module holds one group of commands.
+"""``gpucost-lab``, the course's tools on the command line: :mod:`.main` assembles the commands and runs one;
+each group module (:mod:`.memory`, :mod:`.pricing`, :mod:`.timeline`, :mod:`.release`, :mod:`.grading`,
+:mod:`.export`, :mod:`.pipeline`) lists its commands as :class:`~.command.Command` records, and :mod:`.errors` reports
+bad input and every other failure in one line.
 """

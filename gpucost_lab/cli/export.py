@@ -1,8 +1,8 @@
 """``gpucost-lab export-grades``: the class's grades in an LMS's import format (instructors; grading.export).
 
-``add_export_grades(subparsers)`` adds the subcommand to ``gpucost-lab``'s parser and registers its command and
-flags with :mod:`gpucost_lab.cli.main`, which prints bad input (a missing gradebook, an unknown format, a CSV without
-the ``passed`` column) as one line naming the flag and exits with status 2.
+Bad input (a missing gradebook, an unknown format, a CSV without the ``passed`` column) raises ValueError naming the
+field; :mod:`gpucost_lab.cli.main` prints it as one line naming the flag (:data:`FLAGS` maps this module's fields)
+and exits with status 2.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import io
 import re
 
 from gpucost_lab._validate import InputError
+from gpucost_lab.cli.command import Command, Subcommands, add_json_flag
 from gpucost_lab.grading.export import FORMATS, export_grades
 
 # Library errors name the Python field; the CLI user typed the flag (or the positional argument).
@@ -25,7 +26,7 @@ FLAGS = {
 }
 
 
-def add_export_grades(sub) -> argparse.ArgumentParser:
+def add_export_grades(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "export-grades",
         help="the gradebook in an LMS's import format (Canvas gradebook CSV, "
@@ -50,11 +51,7 @@ def add_export_grades(sub) -> argparse.ArgumentParser:
         "default: Canvas creates an assignment named ASSIGNMENT)",
     )
     p.add_argument("--course-id", default="gpucost-lab", help="the nbgrader course id (default: %(default)s)")
-    p.add_argument("--json", action="store_true", help="print one JSON object: the output path, format and rows")
-    from gpucost_lab.cli import main as cli  # registered here, so that cli.py needs only this call (and its import)
-
-    cli._COMMANDS["export-grades"] = export_grades_command
-    cli._FLAGS.update(FLAGS)
+    add_json_flag(p, "print one JSON object: the output path, format and rows")
     return p
 
 
@@ -79,3 +76,15 @@ def export_grades_command(args: argparse.Namespace) -> tuple[dict, str]:
     if args.output is None:
         return out, text.replace("\r\n", "\n").rstrip("\n")  # print() ends lines as the terminal does
     return out, f"wrote {args.output}: {args.format} import file, {rows} rows under the header"
+
+
+COMMANDS = (
+    Command(
+        "export-grades",
+        add_export_grades,
+        export_grades_command,
+        FLAGS,
+        paths=("output", "source"),
+        nested_input="source",
+    ),
+)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 
 from gpucost_lab import cost
-from gpucost_lab._validate import InputError
+from gpucost_lab._validate import InputError, price_per_hour
+from gpucost_lab.cli.command import Command, Subcommands, add_json_flag
 from gpucost_lab.memory.figures import (
     COURSE_ACTIVATION_GB_PER_SAMPLE,
     COURSE_STATIC_GB,
@@ -17,7 +18,6 @@ from gpucost_lab.memory.figures import (
     DEFAULT_RESERVE_FRACTION,
     MICROBATCH_OVERHEAD_FRACTION,
     OPTIMIZERS,
-    PRECISIONS,
     RECOMPUTE_MODES,
     SELECTIVE_EXTRA_COMPUTE,
     SELECTIVE_SAVING_FRACTION,
@@ -25,6 +25,7 @@ from gpucost_lab.memory.figures import (
 )
 from gpucost_lab.memory.fixes import COURSE_SAMPLES_PER_NIGHT, COURSE_STEP_TIME_S, COURSE_WINDOW_HOURS, plan_fixes
 from gpucost_lab.memory.ledger import MemoryLedger
+from gpucost_lab.precision import PRECISIONS
 
 # Library errors name the Python field; the CLI user typed the flag.
 FLAGS = {
@@ -47,6 +48,8 @@ FLAGS = {
     "samples_per_s": "--samples-per-s",
     "samples_per_night": "--samples-per-night",
     "mixed_precision_step_time_factor": "--mixed-precision-step-time-factor",
+    "window_hours": "--window-hours",
+    "price_per_hour_usd": "--price-per-hour",
 }
 
 
@@ -106,47 +109,51 @@ def _add_ledger_inputs(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_parsers(sub) -> list[argparse.ArgumentParser]:
-    """The ``ledger`` and ``fix-oom`` subcommands."""
-    ledger = sub.add_parser("ledger", help="training-memory budget at one microbatch size (or one global batch)")
-    ledger.add_argument("--microbatch", type=int, default=None, help="required unless --global-batch is given")
-    ledger.add_argument(
+def add_ledger(sub: Subcommands) -> argparse.ArgumentParser:
+    p = sub.add_parser("ledger", help="training-memory budget at one microbatch size (or one global batch)")
+    p.add_argument("--microbatch", type=int, default=None, help="required unless --global-batch is given")
+    p.add_argument(
         "--accumulation",
         type=int,
         default=None,
         dest="accumulation_steps",
         help="microbatches per optimizer step (default 1; with --global-batch the smallest that fits)",
     )
-    ledger.add_argument(
+    p.add_argument(
         "--global-batch",
         type=int,
         default=None,
         help="samples per optimizer step, run as --accumulation microbatches of ceil(B / K)",
     )
-    ledger.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none", help="activation recomputation")
-    _add_ledger_inputs(ledger)
+    p.add_argument("--recompute", choices=RECOMPUTE_MODES, default="none", help="activation recomputation")
+    _add_ledger_inputs(p)
+    add_json_flag(p)
+    return p
 
-    fix = sub.add_parser("fix-oom", help="every fix for a global batch that does not fit, priced, cheapest first")
-    fix.add_argument("--global-batch", type=int, required=True)
-    _add_ledger_inputs(fix)
-    fix.add_argument(
+
+def add_fix_oom(sub: Subcommands) -> argparse.ArgumentParser:
+    p = sub.add_parser("fix-oom", help="every fix for a global batch that does not fit, priced, cheapest first")
+    p.add_argument("--global-batch", type=int, required=True)
+    _add_ledger_inputs(p)
+    p.add_argument(
         "--step-time-s",
         type=float,
         default=None,
         help=f"the baseline optimizer step at the global batch, on a device where it fits (default "
         f"{COURSE_STEP_TIME_S}); or --samples-per-s",
     )
-    fix.add_argument("--samples-per-s", type=float, default=None)
-    fix.add_argument("--price-per-hour", type=float, default=cost.DEFAULT_PRICE_PER_HOUR_USD)
-    fix.add_argument("--window-hours", type=float, default=COURSE_WINDOW_HOURS)
-    fix.add_argument("--samples-per-night", type=float, default=COURSE_SAMPLES_PER_NIGHT)
-    fix.add_argument(
+    p.add_argument("--samples-per-s", type=float, default=None)
+    p.add_argument("--price-per-hour", type=float, default=cost.DEFAULT_PRICE_PER_HOUR_USD)
+    p.add_argument("--window-hours", type=float, default=COURSE_WINDOW_HOURS)
+    p.add_argument("--samples-per-night", type=float, default=COURSE_SAMPLES_PER_NIGHT)
+    p.add_argument(
         "--mixed-precision-step-time-factor",
         type=float,
         default=1.0,
         help="a mixed-precision step's time over the baseline's (default 1.0: no speed-up credited)",
     )
-    return [ledger, fix]
+    add_json_flag(p)
+    return p
 
 
 def _ledger_from(args: argparse.Namespace) -> tuple[MemoryLedger, dict | None]:
@@ -241,8 +248,6 @@ def ledger_command(args: argparse.Namespace) -> tuple[dict, str]:
 
 
 def fix_oom_command(args: argparse.Namespace) -> tuple[dict, str]:
-    from gpucost_lab._validate import price_per_hour
-
     ledger, _ = _ledger_from(args)
     price_per_hour("price_per_hour_usd", args.price_per_hour)
     step_time_s = args.step_time_s
@@ -259,3 +264,9 @@ def fix_oom_command(args: argparse.Namespace) -> tuple[dict, str]:
         mixed_precision_step_time_factor=args.mixed_precision_step_time_factor,
     )
     return plan.to_dict(), plan.text()
+
+
+COMMANDS = (
+    Command("ledger", add_ledger, ledger_command, FLAGS),
+    Command("fix-oom", add_fix_oom, fix_oom_command, FLAGS),
+)

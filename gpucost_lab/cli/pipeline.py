@@ -1,9 +1,11 @@
-"""``gpucost-lab pipeline``: the input pipeline of chapter 07 measured per loader setting (``gpucost_lab.pipeline.loader``).
+"""``gpucost-lab pipeline``: the input pipeline of chapter 07 measured per loader setting
+(:mod:`gpucost_lab.pipeline.loader`).
 
 For each number of workers in ``--workers``: the loader's samples/s alone, the training loop's samples/s, the share of
 the loop's time spent waiting for data, and the cost per sample at ``--price-per-hour``, each the geometric mean of
-``--repeats`` epochs with its 95% interval. ``add_parser(subparsers)`` adds the subcommand and registers its command
-and flags with :mod:`gpucost_lab.cli.main`, which prints bad input as one line naming the flag and exits with status 2.
+``--repeats`` epochs with its 95% interval. Bad input raises :class:`~gpucost_lab.InputError` naming the field;
+:mod:`gpucost_lab.cli.main` prints it as one line naming the flag (:data:`FLAGS` maps this module's fields) and exits
+with status 2.
 """
 
 from __future__ import annotations
@@ -13,8 +15,22 @@ import os
 import sys
 import warnings
 
+import torch
+
 from gpucost_lab import cost
-from gpucost_lab._validate import InputError
+from gpucost_lab._validate import InputError, integer_at_least, price_per_hour
+from gpucost_lab.cli.command import Command, Subcommands, add_json_flag
+from gpucost_lab.measure.device import resolve_device
+from gpucost_lab.pipeline.bounds import check_run
+from gpucost_lab.pipeline.loader import (
+    DECODE_PASSES,
+    DEFAULT_BATCHES,
+    DEFAULT_REPEATS,
+    MAX_WORKERS,
+    LoaderConfig,
+    PipelineMeasurement,
+    measure_settings,
+)
 
 # Library errors name the Python field; the CLI user typed the flag. (num_workers is not here: it is simulate's
 # --num-workers; this command checks its --workers itself.)
@@ -36,9 +52,7 @@ FLAGS = {
 FIGURES = ("loader_samples_per_s", "loop_samples_per_s", "data_wait_fraction", "first_batch_s", "cost_per_sample_usd")
 
 
-def add_parser(sub) -> argparse.ArgumentParser:
-    from gpucost_lab.pipeline.loader import DECODE_PASSES, DEFAULT_BATCHES, DEFAULT_REPEATS
-
+def add_pipeline(sub: Subcommands) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "pipeline",
         help="the input pipeline per number of workers: loader and loop samples/s, data-wait share, cost per sample",
@@ -54,24 +68,12 @@ def add_parser(sub) -> argparse.ArgumentParser:
     p.add_argument("--decode-passes", type=int, default=DECODE_PASSES, help="the decode's per-sample work")
     p.add_argument("--device", default="cpu", help="where the training step runs: cpu, cuda or cuda:N")
     p.add_argument("--price-per-hour", type=float, default=cost.DEFAULT_PRICE_PER_HOUR_USD)
-    p.add_argument("--json", action="store_true", help="print one JSON object: one row per setting")
-    from gpucost_lab.cli import main as cli  # registered here, so that cli.py needs only this call (and its import)
-
-    cli._COMMANDS["pipeline"] = pipeline_command
-    cli._FLAGS.update(FLAGS)
+    add_json_flag(p, "print one JSON object: one row per setting")
     return p
 
 
-def pipeline_command(args: argparse.Namespace) -> tuple[dict, str]:
-    import torch
-
-    from gpucost_lab._validate import integer_at_least, price_per_hour
-    from gpucost_lab.measure.device import resolve_device
-    from gpucost_lab.pipeline.bounds import check_run
-    from gpucost_lab.pipeline.loader import MAX_WORKERS, LoaderConfig, measure_settings
-
-    price_per_hour("price_per_hour_usd", args.price_per_hour)
-    device = resolve_device(args.device)
+def _settings(args: argparse.Namespace) -> tuple[list[int], LoaderConfig]:
+    """The numbers of workers to measure and the loader setting they share, checked before anything runs."""
     workers = [integer_at_least("workers", n, 0, MAX_WORKERS) for n in args.workers]
     check_run(len(workers), args.batch_size, args.batches, args.repeats, args.decode_passes)
     for field, value in (("prefetch_factor", args.prefetch_factor), ("persistent_workers", args.persistent_workers)):
@@ -85,6 +87,13 @@ def pipeline_command(args: argparse.Namespace) -> tuple[dict, str]:
         persistent_workers=args.persistent_workers,
         non_blocking=args.non_blocking,
     )
+    return workers, base
+
+
+def _measure(
+    args: argparse.Namespace, workers: list[int], base: LoaderConfig, device: str
+) -> list[PipelineMeasurement]:
+    """Each setting measured, with one thread for the training step: the workers and the step share the cores."""
     cores = _cores()
     if max(workers) > cores:  # DataLoader's own warning says so in four lines; the measurement is still valid
         print(
@@ -93,11 +102,11 @@ def pipeline_command(args: argparse.Namespace) -> tuple[dict, str]:
             file=sys.stderr,
         )
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # one thread for the step: workers and the step share the cores
+    torch.set_num_threads(1)
     try:
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
-            measured = measure_settings(
+            return measure_settings(
                 workers,
                 base,
                 batches=args.batches,
@@ -107,16 +116,9 @@ def pipeline_command(args: argparse.Namespace) -> tuple[dict, str]:
             )
     finally:
         torch.set_num_threads(threads)
-    rows = [m.to_dict(args.price_per_hour) for m in measured]
-    out = {
-        "device": device,
-        "batch_size": args.batch_size,
-        "batches_per_epoch": args.batches,
-        "repeats": args.repeats,
-        "decode_passes": args.decode_passes,
-        "price_per_hour_usd": args.price_per_hour,
-        "settings": rows,
-    }
+
+
+def _table(args: argparse.Namespace, device: str, rows: list[dict]) -> str:
     lines = [
         f"{args.repeats} rounds of an epoch of {args.batches} batches of {args.batch_size}, loader alone and loop, per "
         f"setting on {device} (a warm-up epoch first); geometric means [95% CI], at ${args.price_per_hour:.2f}/h",
@@ -130,7 +132,24 @@ def pipeline_command(args: argparse.Namespace) -> tuple[dict, str]:
             f"{r['setting']:<34} {_rate(ld):>22} {_rate(lp):>22} {wait:>18} {f['geomean'] * 1e3:>14.1f} "
             f"{'$' + format(c['geomean'], '.3e'):>16}"
         )
-    return out, "\n".join(lines)
+    return "\n".join(lines)
+
+
+def pipeline_command(args: argparse.Namespace) -> tuple[dict, str]:
+    price_per_hour("price_per_hour_usd", args.price_per_hour)
+    device = resolve_device(args.device)
+    workers, base = _settings(args)
+    rows = [m.to_dict(args.price_per_hour) for m in _measure(args, workers, base, device)]
+    out = {
+        "device": device,
+        "batch_size": args.batch_size,
+        "batches_per_epoch": args.batches,
+        "repeats": args.repeats,
+        "decode_passes": args.decode_passes,
+        "price_per_hour_usd": args.price_per_hour,
+        "settings": rows,
+    }
+    return out, _table(args, device, rows)
 
 
 def _cores() -> int:
@@ -143,3 +162,6 @@ def _cores() -> int:
 
 def _rate(e: dict) -> str:
     return f"{e['geomean']:,.0f} [{e['ci95_low']:,.0f}-{e['ci95_high']:,.0f}]"
+
+
+COMMANDS = (Command("pipeline", add_pipeline, pipeline_command, FLAGS),)

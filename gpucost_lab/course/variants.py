@@ -25,6 +25,7 @@ import hashlib
 import os
 import random
 from dataclasses import dataclass
+from types import EllipsisType
 
 from gpucost_lab._validate import InputError
 from gpucost_lab.cost import DEFAULT_PRICE_PER_HOUR_USD
@@ -255,7 +256,7 @@ def _plan_lab(learner: str) -> PlanLab:
     return dataclasses.replace(lab, device_kb=rng.choice(devices))
 
 
-def lab_variant(lab: str, learner: str | None = ...) -> LoopLab | PlanLab:
+def lab_variant(lab: str, learner: str | None | EllipsisType = ...) -> LoopLab | PlanLab:
     """The numbers of ``lab`` (one of :data:`LABS`) for ``learner``: by default the id in the environment
     (:func:`current_learner`); None gives the self-study lab."""
     if lab not in LABS:

@@ -31,7 +31,7 @@ import importlib
 # (seconds of start-up in every graded kernel) through this package's ``__init__``.
 _EXPORTS = {
     "autograde": ("grade",),
-    "course": ("COURSE_ID", "GradingError", "_config"),  # _config: tests read the nbgrader config
+    "course": ("COURSE_ID", "GradingError"),
     "notebooks": ("DEFAULT_ASSIGNMENT", "DEFAULT_TIMEOUT_S", "default_source_root", "detect_assignment"),
     "passmark": ("PASS_MARK_PERCENT", "SCORE_DECIMALS", "meets_pass_mark", "points_to_pass"),
     "reports": ("HIDDEN_TESTS_NOTE", "GradeReport", "SelfCheckReport"),

@@ -5,13 +5,13 @@ comparisons always succeed, a patched library class, a replaced module. Nothing 
 **JSON text**. :func:`dumps` (run in the kernel) writes a value as JSON made of exact ``int``, ``float``, ``str``,
 ``bool``, ``None``, lists and objects; :func:`loads` (run in the grader) reads it back with ``json`` and builds
 values only from that, so whatever the kernel did, the grader sees plain data or the few course types in
-:func:`_course_types`, rebuilt by their own constructors in the grader's process from plain fields.
+:func:`course_types`, rebuilt by their own constructors in the grader's process from plain fields.
 
 A value of any other type, a subclass of a plain type included, is not sent: it arrives as :class:`Rejected`,
 which names the type, and every check that reads it fails with that message. numpy scalars are sent as the
 Python number they hold (an honest ``np.float64`` is a number). A learner's function is not sent either: it
 becomes a :class:`LearnerFunction` whose calls the grader sends back to the kernel, arguments and result crossing
-as plain data again (:mod:`gpucost_lab.grading.execute`).
+as plain data again (:mod:`gpucost_lab.grading.checks`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ _NUMBERS = (int, float)  # exactly these types (not bool, not a subclass)
 
 
 @functools.lru_cache(maxsize=1)
-def _course_types() -> dict[str, type]:
+def course_types() -> dict[str, type]:
     """The course types an answer may be, by qualified name; each is rebuilt by its constructor from plain fields."""
     import pandas as pd
 
@@ -127,7 +127,7 @@ def _encode(value: Any, depth: int = 0) -> Any:
     if module == "numpy" and hasattr(value, "item") and getattr(value, "shape", None) == ():
         return _encode(value.item(), depth + 1)  # a numpy scalar: the number it holds
     name = f"{module}.{kind.__qualname__}"
-    if _course_types().get(name) is not kind:
+    if course_types().get(name) is not kind:
         raise _NotPlain(f"it is a {name}; answers must be int, float, str, bool, None, or lists/dicts of those")
     special = _special(kind)
     if special == "frame":
@@ -249,9 +249,9 @@ def _list(node: Any) -> list:
 
 def _rebuild(node: dict, depth: int) -> Any:
     name = node.get("__type__")
-    if not isinstance(name, str) or name not in _course_types():
+    if not isinstance(name, str) or name not in course_types():
         raise ValueError(f"not a course type: {str(name)[:80]!r}")
-    cls = _course_types()[name]
+    cls = course_types()[name]
     special = _special(cls)
     if special == "frame":
         columns = [_decode(c, depth + 1) for c in _list(node["columns"])]

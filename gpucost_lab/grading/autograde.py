@@ -22,30 +22,30 @@ from gpucost_lab.grading.course import (
     COURSE_ID,
     Course,
     GradingError,
-    _convert,
-    _environment,
-    _path_with_this_python,
-    _quiet_stderr,
     generate_course,
+    path_with_this_python,
+    quiet_stderr,
+    run_converter,
+    temporary_environment,
 )
 from gpucost_lab.grading.gradebook_cells import apply_flags, gradebook_flags
 from gpucost_lab.grading.notebooks import (
     DEFAULT_TIMEOUT_S,
-    _check_student,
-    _check_timeout,
-    _grade_ids,
-    _quiet_nbformat,
-    _read_notebook,
+    check_student,
+    check_timeout,
+    grade_ids,
+    quiet_nbformat,
+    read_notebook,
 )
-from gpucost_lab.grading.passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark
+from gpucost_lab.grading.passmark import SCORE_DECIMALS, exact_points, meets_pass_mark, percent_of
 from gpucost_lab.grading.reports import GradeReport
 from gpucost_lab.grading.sandbox import require as require_sandbox
 from gpucost_lab.grading.submission import (
     Submission,
-    _cell_messages,
-    _drop_duplicate_grade_ids,
-    _restore_missing_grade_cells,
+    cell_messages,
+    drop_duplicate_grade_ids,
     read_submission,
+    restore_missing_grade_cells,
 )
 
 
@@ -65,8 +65,6 @@ def autograde_in(
     the course afterwards, leaving the course as generated, ready for the next submission. Raises
     :class:`~.course.GradingError` when nbgrader cannot autograde it.
     """
-    import nbformat
-    from nbgrader.api import Gradebook
     from nbgrader.converters import Autograde
 
     if sub.assignment != course.assignment:
@@ -81,51 +79,14 @@ def autograde_in(
     config.SandboxedExecute.learner = sub.learner
     folders = [course.path / step / student for step in ("submitted", "autograded", "feedback")]
     try:
-        with _environment(PATH=_path_with_this_python()), _quiet_stderr():
-            released_nb = _read_notebook(course.path / "release" / assignment / name, "released notebook")
-            copies = _drop_duplicate_grade_ids(nb)
-            _restore_missing_grade_cells(nb, released_nb)
-            db_url = config.CourseDirectory.db_url
-            foreign = apply_flags(nb, gradebook_flags(db_url, Path(name).stem, assignment))
-            target = course.path / "submitted" / student / assignment / name
-            target.parent.mkdir(parents=True)
-            with _quiet_nbformat():
-                nbformat.write(nb, str(target))
-
-            problem = _convert(config, Autograde, assignment_id=assignment, student_id=student)
+        with temporary_environment(PATH=path_with_this_python()), quiet_stderr():
+            notes = _submit(course, sub, nb)
+            problem = run_converter(config, Autograde, assignment_id=assignment, student_id=student)
             if problem:
                 raise GradingError(f"{sub.path}: nbgrader could not autograde it: {problem}")
-            autograded = _read_notebook(course.path / "autograded" / student / assignment / name, "autograded notebook")
-            messages = _cell_messages(autograded, course.timeout_s)
-
-            order = {gid: i for i, gid in enumerate(_grade_ids(autograded))}
-            with Gradebook(config.CourseDirectory.db_url, COURSE_ID) as gb:
-                graded = gb.find_submission(assignment, student)
-                score, max_score = float(graded.score), float(graded.max_score)
-                grades = sorted(
-                    (g for n in graded.notebooks for g in n.grades), key=lambda g: order.get(g.name, 1 << 30)
-                )
-                failed, pending = [], []
-                for g in grades:
-                    if g.needs_manual_grade:
-                        pending.append({"cell": g.name, "max_points": float(g.max_score)})
-                    elif _points(g.score) < _points(g.max_score):
-                        failed.append(
-                            {
-                                "cell": g.name,
-                                "points": float(g.score),
-                                "max_points": float(g.max_score),
-                                "message": messages.get(g.name) or "no response",
-                            }
-                        )
-
-            feedback_html, notes = (
-                None,
-                [f"cell {gid} appears more than once: the first is graded, the copy is ignored" for gid in copies]
-                + foreign,
-            )
-            if feedback:
-                feedback_html = _feedback(config, sub, course.path, feedback_dir, notes)
+            autograded = read_notebook(course.path / "autograded" / student / assignment / name, "autograded notebook")
+            score, max_score, failed, pending = _scores(course, sub, autograded)
+            feedback_html = _feedback(config, sub, course.path, feedback_dir, notes) if feedback else None
     finally:
         if forget:
             try:
@@ -137,7 +98,7 @@ def autograde_in(
     return GradeReport(
         score=score,
         max_score=max_score,
-        percent=_percent(score, max_score),
+        percent=percent_of(score, max_score),
         passed=meets_pass_mark(score, max_score),
         failed=tuple(failed),
         pending_manual=tuple(pending),
@@ -146,11 +107,56 @@ def autograde_in(
     )
 
 
-def _feedback(config, sub: Submission, course: Path, feedback_dir, notes: list) -> str | None:
+def _submit(course: Course, sub: Submission, nb) -> list[str]:
+    """``nb`` (the submission's copy) into the course's ``submitted/`` folder, as nbgrader is to read it: a copied
+    graded cell made plain, a deleted one put back, every cell's flags the gradebook's. The notes on what changed."""
+    import nbformat
+
+    name = sub.notebook_name
+    released_nb = read_notebook(course.path / "release" / sub.assignment / name, "released notebook")
+    copies = drop_duplicate_grade_ids(nb)
+    restore_missing_grade_cells(nb, released_nb)
+    db_url = course.config.CourseDirectory.db_url
+    foreign = apply_flags(nb, gradebook_flags(db_url, Path(name).stem, sub.assignment))
+    target = course.path / "submitted" / sub.student / sub.assignment / name
+    target.parent.mkdir(parents=True)
+    with quiet_nbformat():
+        nbformat.write(nb, str(target))
+    return [f"cell {gid} appears more than once: the first is graded, the copy is ignored" for gid in copies] + foreign
+
+
+def _scores(course: Course, sub: Submission, autograded) -> tuple[float, float, list[dict], list[dict]]:
+    """The autograded ``sub``'s score and maximum from the gradebook, its graded cells that lost points (with why,
+    read off the ``autograded`` notebook) and those awaiting a manual grade, in the notebook's order."""
+    from nbgrader.api import Gradebook
+
+    messages = cell_messages(autograded, course.timeout_s)
+    order = {gid: i for i, gid in enumerate(grade_ids(autograded))}
+    with Gradebook(course.config.CourseDirectory.db_url, COURSE_ID) as gb:
+        graded = gb.find_submission(sub.assignment, sub.student)
+        score, max_score = float(graded.score), float(graded.max_score)
+        grades = sorted((g for n in graded.notebooks for g in n.grades), key=lambda g: order.get(g.name, 1 << 30))
+        failed, pending = [], []
+        for g in grades:
+            if g.needs_manual_grade:
+                pending.append({"cell": g.name, "max_points": float(g.max_score)})
+            elif exact_points(g.score) < exact_points(g.max_score):
+                failed.append(
+                    {
+                        "cell": g.name,
+                        "points": float(g.score),
+                        "max_points": float(g.max_score),
+                        "message": messages.get(g.name) or "no response",
+                    }
+                )
+    return score, max_score, failed, pending
+
+
+def _feedback(config, sub: Submission, course: Path, feedback_dir, notes: list[str]) -> str | None:
     """``generate_feedback`` for the graded ``sub``; the page's new path, or None with a note saying why not."""
     from nbgrader.converters import GenerateFeedback
 
-    problem = _convert(config, GenerateFeedback, assignment_id=sub.assignment, student_id=sub.student)
+    problem = run_converter(config, GenerateFeedback, assignment_id=sub.assignment, student_id=sub.student)
     produced = course / "feedback" / sub.student / sub.assignment / f"{Path(sub.notebook_name).stem}.html"
     if problem:
         notes.append(f"feedback not generated: {problem}")
@@ -212,8 +218,8 @@ def grade(
     :func:`autograde_in`.
     """
     if student is not None:
-        _check_student(student)  # the inputs are checked in the order they are given
-    timeout_s = _check_timeout(timeout_s)
+        check_student(student)  # the inputs are checked in the order they are given
+    timeout_s = check_timeout(timeout_s)
     require_sandbox()  # before the submission is read or anything is written
     sub = read_submission(notebook_path, student, assignment, source_root=source_root, self_study=self_study)
     with contextlib.ExitStack() as stack:

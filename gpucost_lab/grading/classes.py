@@ -29,9 +29,9 @@ from pathlib import Path
 from gpucost_lab._validate import InputError
 from gpucost_lab.atomic import atomic_write_text
 from gpucost_lab.grading.autograde import autograde_in
-from gpucost_lab.grading.course import Course, GradingError, _config, copy_course, generate_course
+from gpucost_lab.grading.course import Course, GradingError, copy_course, course_config, generate_course
 from gpucost_lab.grading.links import ALLOWED, offending, refusal
-from gpucost_lab.grading.notebooks import DEFAULT_TIMEOUT_S, _check_assignment, _check_source_root, _check_timeout
+from gpucost_lab.grading.notebooks import DEFAULT_TIMEOUT_S, check_assignment, check_source_root, check_timeout
 from gpucost_lab.grading.sandbox import require as require_sandbox
 from gpucost_lab.grading.submission import read_submission
 
@@ -52,7 +52,7 @@ def find_submissions(submissions_dir: str | os.PathLike) -> list[tuple[str, Path
         raise InputError("submissions_dir", f"submissions_dir {str(root)!r} does not exist; {_ALLOWED}")
     if not root.is_dir():
         raise InputError("submissions_dir", f"submissions_dir {str(root)!r} is not a directory; {_ALLOWED}")
-    found = []
+    found: list[tuple[str, Path | None, str | None]] = []
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
             continue
@@ -73,8 +73,8 @@ def find_submissions(submissions_dir: str | os.PathLike) -> list[tuple[str, Path
             else:
                 found.append((student, None, f"{entry}: expected one notebook, found {len(notebooks)}"))
         elif is_notebook or (stat.S_ISLNK(st.st_mode) and entry.is_dir()):  # a notebook, or a link to a folder
-            refused = refusal(entry)
-            found.append((student, None, _refused([refused])) if refused else (student, entry, None))
+            link = refusal(entry)
+            found.append((student, None, _refused([link])) if link else (student, entry, None))
     return sorted(found, key=lambda row: row[0])
 
 
@@ -82,6 +82,11 @@ def _refused(refused: list) -> str:
     """A submission's ``problem`` for the links and special files it holds (:func:`.links.offending`)."""
     more = f" (and {len(refused) - 1} more such file{'s' if len(refused) > 2 else ''})" if len(refused) > 1 else ""
     return f"submissions_dir: {refused[0]}{more}; {ALLOWED}"
+
+
+def _row(student: str, error: str | None) -> dict[str, object]:
+    """A student's row with no score yet: ``error`` says why it has none (None while it is being graded)."""
+    return {"student": student, "score": None, "max_score": None, "percent": None, "passed": False, "error": error}
 
 
 # ------------------------------------------------------------------------------------------- in a worker process
@@ -97,7 +102,7 @@ def _init_worker(scratch: str, timeout_s: int) -> None:
 
     from gpucost_lab.grading import answers, execute, run  # noqa: F401
 
-    answers._course_types()  # pandas and the course's modules (torch among them)
+    answers.course_types()  # pandas and the course's modules (torch among them)
     _WORKER.update(scratch=Path(scratch), timeout_s=timeout_s, courses={}, made=0)
     _unsynced_gradebooks(Path(scratch))
 
@@ -141,7 +146,7 @@ def _template(root: Path, assignment: str):
                 raise
             atomic_write_text(folder / "ready", "", name="ready marker")
     course = (folder / "course").resolve()
-    return Course(course, assignment, timeout_s, _config(course, timeout_s))
+    return Course(course, assignment, timeout_s, course_config(course, timeout_s))
 
 
 def _course_for(root: Path, assignment: str):
@@ -166,7 +171,7 @@ def _grade_one(
     self_study: bool = False,
 ) -> dict:
     """Worker: grade one submission; any failure becomes the row's ``error`` (the last line of the message)."""
-    row = {"student": student, "score": None, "max_score": None, "percent": None, "passed": False, "error": None}
+    row = _row(student, None)
     try:
         sub = read_submission(notebook, student, assignment, source_root=source_root, self_study=self_study)
         course = _course_for(sub.root, sub.assignment)
@@ -202,9 +207,9 @@ def _check_workers(workers: object) -> int:
 
 
 def _source(source_root: str | os.PathLike | None, assignment: str | None) -> Path:
-    root = _check_source_root(source_root)
+    root = check_source_root(source_root)
     if assignment is not None:
-        if not (root / _check_assignment(assignment)).is_dir():
+        if not (root / check_assignment(assignment)).is_dir():
             labs = ", ".join(sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")))
             raise InputError(
                 "assignment", f"assignment {assignment!r} has no folder in {root}; allowed: {labs or 'none there'}"
@@ -262,10 +267,8 @@ def grade_class(
     a bad ``timeout_s``, ``source_root``, ``assignment`` or ``feedback_dir`` (checked before any grading), and
     :class:`~.sandbox.SandboxUnavailable` once, before any submission is read, where no sandbox can be made.
     """
-    import pandas as pd
-
     workers = _check_workers(workers)
-    timeout_s = _check_timeout(timeout_s)
+    timeout_s = check_timeout(timeout_s)
     require_sandbox()  # once for the class, before any submission is read
     entries = find_submissions(submissions_dir)
     if not entries:
@@ -274,11 +277,7 @@ def grade_class(
             f"submissions_dir {str(submissions_dir)!r} holds no submission (no student folder, no .ipynb); {_ALLOWED}",
         )
     root = _source(source_root, assignment)
-    rows = [
-        {"student": s, "score": None, "max_score": None, "percent": None, "passed": False, "error": problem}
-        for s, nb, problem in entries
-        if nb is None
-    ]
+    rows = [_row(s, problem) for s, nb, problem in entries if nb is None]
     jobs = [(s, str(nb)) for s, nb, _ in entries if nb is not None]
     out = _feedback_folder(feedback_dir)
 
@@ -289,36 +288,44 @@ def grade_class(
         bar = tqdm(total=len(entries), unit="submission", desc="grading")
         bar.update(len(rows))
     if jobs:
-        # spawn: each worker starts clean (no inherited kernels, sockets or threads from the caller), once
-        context = multiprocessing.get_context("spawn")
-        with (
-            tempfile.TemporaryDirectory(prefix="gpucost-class-") as scratch,
-            concurrent.futures.ProcessPoolExecutor(
-                max_workers=min(workers, len(jobs)),
-                mp_context=context,
-                initializer=_init_worker,
-                initargs=(scratch, timeout_s),
-            ) as pool,
-        ):
-            futures = {pool.submit(_grade_one, s, nb, assignment, str(root), out, self_study): s for s, nb in jobs}
-            for future in concurrent.futures.as_completed(futures):
-                try:
-                    rows.append(future.result())
-                except Exception as err:  # noqa: BLE001 -- a worker that died (killed, out of memory)
-                    rows.append(
-                        {
-                            "student": futures[future],
-                            "score": None,
-                            "max_score": None,
-                            "percent": None,
-                            "passed": False,
-                            "error": f"{type(err).__name__}: worker failed ({err})",
-                        }
-                    )
-                if bar is not None:
-                    bar.update(1)
+        rows += _grade_in_workers(
+            jobs, min(workers, len(jobs)), timeout_s, (assignment, str(root), out, self_study), bar
+        )
     if bar is not None:
         bar.close()
+    return _frame(rows)
+
+
+def _grade_in_workers(jobs: list[tuple[str, str]], workers: int, timeout_s: int, how: tuple, bar) -> list[dict]:
+    """One row per ``(student, notebook)`` of ``jobs``, graded by ``workers`` worker processes (:func:`_grade_one`
+    with ``how``: assignment, source root, feedback folder, self-study), in the order they finish."""
+    rows = []
+    # spawn: each worker starts clean (no inherited kernels, sockets or threads from the caller), once
+    context = multiprocessing.get_context("spawn")
+    with (
+        tempfile.TemporaryDirectory(prefix="gpucost-class-") as scratch,
+        concurrent.futures.ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(scratch, timeout_s),
+        ) as pool,
+    ):
+        futures = {pool.submit(_grade_one, s, nb, *how): s for s, nb in jobs}
+        for future in concurrent.futures.as_completed(futures):
+            try:
+                rows.append(future.result())
+            except Exception as err:  # noqa: BLE001 -- a worker that died (killed, out of memory)
+                rows.append(_row(futures[future], f"{type(err).__name__}: worker failed ({err})"))
+            if bar is not None:
+                bar.update(1)
+    return rows
+
+
+def _frame(rows: list[dict]):
+    """The class's rows as the DataFrame :func:`grade_class` returns, in student order."""
+    import pandas as pd
+
     frame = pd.DataFrame(rows, columns=COLUMNS)
     frame["passed"] = frame["passed"].astype(bool)
     errors = frame["error"].astype(object)

@@ -17,8 +17,9 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from gpucost_lab.grading.notebooks import _ANSI, _one_line
+from gpucost_lab.grading.notebooks import ANSI_ESCAPES, one_line
 
 #: The course id used in the gradebook (the same as in the repository's nbgrader_config.py).
 COURSE_ID = "gpucost-lab"
@@ -30,7 +31,7 @@ class GradingError(RuntimeError):
 
 
 @contextlib.contextmanager
-def _quiet_stderr() -> Iterator[None]:
+def quiet_stderr() -> Iterator[None]:
     """Silence what nbgrader, SQLAlchemy and the kernels write to stderr (nbgrader's log is captured instead)."""
     import warnings
 
@@ -54,7 +55,7 @@ def _quiet_stderr() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
+def temporary_environment(**values: str) -> Iterator[None]:
     """Set environment variables for the duration (the kernels nbgrader starts inherit them)."""
     old = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
@@ -68,8 +69,9 @@ def _environment(**values: str) -> Iterator[None]:
                 os.environ[k] = v
 
 
-def _path_with_this_python() -> str:
-    # nbgrader 0.9 runs the `alembic` console script by name when it creates a gradebook: find this environment's.
+def path_with_this_python() -> str:
+    """``$PATH`` with this Python's folder first: nbgrader 0.9 runs the ``alembic`` console script by name when it
+    creates a gradebook, and it must be this environment's."""
     here = str(Path(sys.executable).parent)
     parts = os.environ.get("PATH", "").split(os.pathsep)
     return os.pathsep.join([here] + [p for p in parts if p and p != here])
@@ -91,7 +93,8 @@ def _run(converter) -> dict:
     return capture_log(converter)
 
 
-def _config(course: Path, timeout_s: int):
+def course_config(course: Path, timeout_s: int):
+    """The nbgrader configuration of the course in the folder ``course``, each cell allowed ``timeout_s``."""
     from traitlets.config import Config
 
     c = Config()
@@ -143,13 +146,13 @@ def autograde_steps(c) -> None:
 
 def _root_cause(result: dict) -> str:
     """The most specific error line in a failed nbgrader run (its final line only says "see the traceback")."""
-    text = _ANSI.sub("", (result.get("log") or "") + "\n" + (result.get("error") or ""))
+    text = ANSI_ESCAPES.sub("", (result.get("log") or "") + "\n" + (result.get("error") or ""))
     causes = [
         line.strip()
         for line in text.splitlines()
         if re.match(r"^\s*[\w.]*(Error|Exception|Exit)\b.*", line) and "NbGraderException" not in line
     ]
-    return causes[-1] if causes else _one_line(result.get("error") or result.get("log") or "unknown error")
+    return causes[-1] if causes else one_line(result.get("error") or result.get("log") or "unknown error")
 
 
 @dataclasses.dataclass
@@ -159,11 +162,11 @@ class Course:
     path: Path
     assignment: str
     timeout_s: int
-    config: object  # the nbgrader configuration of this course (``_config``)
+    config: Any  # the nbgrader configuration of this course (``course_config``)
     dirty: bool = False  # a submission could not be removed from it: not to be used for another
 
 
-def _convert(config, converter_class, **traits) -> str | None:
+def run_converter(config, converter_class, **traits) -> str | None:
     """Run one nbgrader converter in this process, as ``NbGraderAPI`` does; None, or why it failed."""
     from nbgrader.coursedir import CourseDirectory
 
@@ -188,9 +191,9 @@ def generate_course(course: str | os.PathLike, root: Path, assignment: str, time
         course / "source" / assignment,
         ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.pyc"),
     )
-    config = _config(course, timeout_s)
-    with _environment(PATH=_path_with_this_python()), _quiet_stderr():
-        problem = _convert(config, GenerateAssignment, assignment_id=assignment, student_id=".")
+    config = course_config(course, timeout_s)
+    with temporary_environment(PATH=path_with_this_python()), quiet_stderr():
+        problem = run_converter(config, GenerateAssignment, assignment_id=assignment, student_id=".")
     if problem:
         raise GradingError(f"nbgrader could not generate assignment {assignment!r} from {root}: {problem}")
     return Course(course, assignment, timeout_s, config)
@@ -200,4 +203,4 @@ def copy_course(template: Course, course: str | os.PathLike) -> Course:
     """A copy of a generated course (its source, release and gradebook) at ``course``, a new folder."""
     course = Path(course).resolve()
     shutil.copytree(template.path, course)
-    return Course(course, template.assignment, template.timeout_s, _config(course, template.timeout_s))
+    return Course(course, template.assignment, template.timeout_s, course_config(course, template.timeout_s))

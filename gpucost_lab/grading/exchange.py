@@ -26,6 +26,8 @@ from gpucost_lab.grading.links import ALLOWED, copy_plain, offending
 class SafeExchangeCollect(ExchangeCollect):
     """nbgrader's ``ExchangeCollect`` that collects only submissions of plain files and folders (module docstring)."""
 
+    src_records: list[dict]  # set by nbgrader's ``init_src``: one record per learner's submission
+
     def copy_files(self) -> None:
         kept = []
         for rec in self.src_records:

@@ -201,7 +201,7 @@ def _score(value: float) -> str:
 
 def _learners(grades: list[Grade]) -> list[Grade]:
     """One grade per learner (the first), for their names, in student-id order."""
-    first = {}
+    first: dict[str, Grade] = {}
     for g in grades:
         first.setdefault(g.student_id, g)
     return [first[s] for s in sorted(first)]

@@ -27,7 +27,7 @@ def gradebook_flags(db_url: str, notebook: str, assignment: str) -> dict[str, di
 
     with Gradebook(db_url) as gb:
         nb = gb.find_notebook(notebook, assignment)
-        truth = {
+        truth: dict[str, dict[str, bool | float]] = {
             c.name: {"grade": False, "solution": False, "locked": bool(c.locked), "task": False}
             for c in nb.source_cells
         }

@@ -79,7 +79,9 @@ def _tmpfs(path: str, size_mb: int, mode: str = "1777") -> list[str]:
     return ["--perms", mode, "--size", str(size_mb * 2**20), "--tmpfs", path]
 
 
-def _system_binds() -> list[str]:
+def system_binds() -> list[str]:
+    """The system folders and the few files of ``/etc`` a kernel needs, read-only (a folder that is a link stays
+    one)."""
     binds = []
     for folder in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64"):
         if os.path.lexists(folder):
@@ -149,7 +151,34 @@ def kernel_argv(work: Path, limits, env: dict[str, str], group) -> list[str]:
 
     ``group`` is the kernel's control group (:mod:`.confine`): its launcher joins it, or it is a systemd prefix.
     The kernel's environment is ``env`` and the few variables set here, nothing of the grader's."""
-    env = {
+    setenv = [arg for key, value in _kernel_env(env).items() for arg in ("--setenv", key, value)]
+    return [
+        *_launcher(group),
+        "/usr/bin/env",
+        "-i",
+        *limits.prlimit(),
+        shutil.which("bwrap") or "bwrap",
+        *_mounts(work, limits),
+        "--chdir",
+        NOTEBOOK_DIR,
+        *namespaces(),
+        "--die-with-parent",
+        "--new-session",
+        "--clearenv",
+        *setenv,
+        "--",
+        *drop_privileges(),
+        "/bin/sh",
+        "-c",
+        _COPY_IN,
+        "gpucost-kernel",
+        *_kernel(),
+    ]
+
+
+def _kernel_env(env: dict[str, str]) -> dict[str, str]:
+    """The kernel's whole environment: the few variables it needs, then ``env``."""
+    return {
         "HOME": HOME_DIR,
         "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
         "MPLCONFIGDIR": f"{HOME_DIR}/.matplotlib",
@@ -162,20 +191,24 @@ def kernel_argv(work: Path, limits, env: dict[str, str], group) -> list[str]:
         "PYTHONPATH": str(package_root()),  # the kernel imports the very package the grader runs and binds
         **env,
     }
-    setenv = [arg for key, value in env.items() for arg in ("--setenv", key, value)]
+
+
+def _launcher(group) -> list[str]:
+    """What starts the sandbox: the control group's prefix, and where the grader is root the launcher that gives
+    the connection file to the kernel's uid and joins the group."""
     launch: list[str] = list(group.prefix) if group is not None else []
     if privileged():
         launch += ["/bin/sh", "-c", _LAUNCH, "gpucost-sandbox", "{connection_file}", str(SANDBOX_UID)]
         launch += [*(group.procs if group is not None else ()), "--"]
+    return launch
+
+
+def _mounts(work: Path, limits) -> list[str]:
+    """bubblewrap's file system for the kernel: what it sees read-only, its sized tmpfs mounts, its sockets' folder."""
     # the sized /tmp first: this Python or the package may live under /tmp (a fresh clone), and a later mount wins
     return [
-        *launch,
-        "/usr/bin/env",
-        "-i",
-        *limits.prlimit(),
-        shutil.which("bwrap") or "bwrap",
         *_tmpfs("/tmp", limits.tmp_mb),
-        *_system_binds(),
+        *system_binds(),
         "--ro-bind",
         str(work / "passwd"),
         "/etc/passwd",
@@ -202,20 +235,6 @@ def kernel_argv(work: Path, limits, env: dict[str, str], group) -> list[str]:
         "--chmod",  # made by bubblewrap with the host folder's mode, 0700
         "0755",
         str(work),
-        "--chdir",
-        NOTEBOOK_DIR,
-        *namespaces(),
-        "--die-with-parent",
-        "--new-session",
-        "--clearenv",
-        *setenv,
-        "--",
-        *drop_privileges(),
-        "/bin/sh",
-        "-c",
-        _COPY_IN,
-        "gpucost-kernel",
-        *_kernel(),
     ]
 
 

@@ -14,7 +14,7 @@ what is read, even if the learner renames files meanwhile:
 - :func:`read_plain` reads one file (``InputError`` naming the field and the file for a refused one);
 - :func:`copy_plain` copies a folder's plain files and returns (and logs) what it refused.
 
-:mod:`.submission` (``gpucost-lab grade``), :mod:`.classes` (``grade-class``), :func:`.execute._copy_submission`
+:mod:`.submission` (``gpucost-lab grade``), :mod:`.classes` (``grade-class``), :func:`.run.copy_submission`
 (what goes into the sandbox) and :mod:`.exchange` (``nbgrader collect``) use them.
 """
 

@@ -18,7 +18,7 @@ DEFAULT_ASSIGNMENT = "profile_training_loop"
 DEFAULT_TIMEOUT_S = 30
 
 _STUDENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+ANSI_ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 #: Largest notebook read for grading: a lab with every output kept is under 2 MB; a bigger one is refused before it is
@@ -30,6 +30,7 @@ MAX_NOTEBOOK_DEPTH = 64
 
 
 def check_notebook_size(path: Path, size: int) -> None:
+    """``ValueError`` for a notebook of ``size`` bytes over :data:`MAX_NOTEBOOK_BYTES`."""
     if size > MAX_NOTEBOOK_BYTES:
         raise ValueError(
             f"{path}: a notebook of {size:,} bytes is over the {MAX_NOTEBOOK_BYTES:,} bytes grading reads; "
@@ -42,7 +43,7 @@ def notebook_json(path: Path, text: str) -> dict:
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid notebook JSON ({_one_line(err)})") from None
+        raise ValueError(f"{path}: not valid notebook JSON ({one_line(err)})") from None
     except RecursionError:  # nested past what json reads, so past the limit below
         raw = too_deep = True
     else:
@@ -70,7 +71,8 @@ def _depth_over(value, limit: int) -> bool:
     return False
 
 
-def _read_notebook(path: Path, what: str = "notebook"):
+def read_notebook(path: Path, what: str = "notebook"):
+    """The notebook at ``path``, checked and read; ``ValueError`` naming the file (and ``what`` it is) otherwise."""
     import nbformat
 
     if not path.exists():
@@ -83,18 +85,19 @@ def _read_notebook(path: Path, what: str = "notebook"):
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not valid notebook JSON ({_one_line(err)})") from None
+        raise ValueError(f"{path}: not valid notebook JSON ({one_line(err)})") from None
     notebook_json(path, text)
     try:
-        with _quiet_nbformat():
+        with quiet_nbformat():
             nb = nbformat.reads(text, as_version=4)
     except Exception as err:  # nbformat raises several types for structurally broken notebooks
-        raise ValueError(f"{path}: unreadable {what} ({_one_line(err)})") from None
+        raise ValueError(f"{path}: unreadable {what} ({one_line(err)})") from None
     return nb
 
 
 @contextlib.contextmanager
-def _quiet_nbformat() -> Iterator[None]:
+def quiet_nbformat() -> Iterator[None]:
+    """Silence nbformat's warnings and log (a notebook's validation notes) for the duration."""
     import warnings
 
     with warnings.catch_warnings():
@@ -108,21 +111,23 @@ def _quiet_nbformat() -> Iterator[None]:
             logger.setLevel(old)
 
 
-def _one_line(err: BaseException | str) -> str:
+def one_line(err: BaseException | str) -> str:
     """The last line of an error or a log, without terminal colours."""
-    text = _ANSI.sub("", str(err)).strip()
+    text = ANSI_ESCAPES.sub("", str(err)).strip()
     if text:
         return text.splitlines()[-1].strip()
     return "" if isinstance(err, str) else type(err).__name__
 
 
-def _nbgrader_meta(cell) -> dict:
+def nbgrader_meta(cell) -> dict:
+    """A cell's nbgrader metadata ({} where it has none, or none that is a dict)."""
     meta = cell.get("metadata", {}).get("nbgrader", {})
     return meta if isinstance(meta, dict) else {}
 
 
-def _grade_ids(nb) -> list[str]:
-    return [m["grade_id"] for m in map(_nbgrader_meta, nb.cells) if isinstance(m.get("grade_id"), str)]
+def grade_ids(nb) -> list[str]:
+    """The grade ids of ``nb``'s cells, in order."""
+    return [m["grade_id"] for m in map(nbgrader_meta, nb.cells) if isinstance(m.get("grade_id"), str)]
 
 
 def default_source_root() -> Path:
@@ -140,17 +145,19 @@ def default_source_root() -> Path:
 
 def detect_assignment(source_root: Path, submission_nb) -> str | None:
     """The assignment folder under ``source_root`` whose notebooks share the most grade ids with the submission."""
-    submitted = set(_grade_ids(submission_nb))
+    submitted = set(grade_ids(submission_nb))
     best, best_overlap = None, 0
     for folder in sorted(p for p in source_root.iterdir() if p.is_dir()):
         for notebook in folder.glob("*.ipynb"):
-            overlap = len(submitted & set(_grade_ids(_read_notebook(notebook, "source notebook"))))
+            overlap = len(submitted & set(grade_ids(read_notebook(notebook, "source notebook"))))
             if overlap > best_overlap:
                 best, best_overlap = folder.name, overlap
     return best
 
 
-def _source_notebook(source_root: Path, assignment: str, submission_nb, submission: Path) -> Path:
+def source_notebook(source_root: Path, assignment: str, submission_nb, submission: Path) -> Path:
+    """The notebook of ``assignment`` the submission is graded against: the one sharing the most grade ids with it
+    (a tie goes to the one named as ``submission``); ``ValueError`` when none shares any."""
     folder = source_root / assignment
     if not folder.is_dir():
         raise InputError(
@@ -161,10 +168,10 @@ def _source_notebook(source_root: Path, assignment: str, submission_nb, submissi
     notebooks = sorted(p for p in folder.glob("*.ipynb"))
     if not notebooks:
         raise InputError("assignment", f"assignment {assignment!r}: no notebook in its source folder {folder}")
-    submitted = set(_grade_ids(submission_nb))
+    submitted = set(grade_ids(submission_nb))
     best, best_overlap = None, 0
     for candidate in notebooks:
-        overlap = len(submitted & set(_grade_ids(_read_notebook(candidate, "source notebook"))))
+        overlap = len(submitted & set(grade_ids(read_notebook(candidate, "source notebook"))))
         if overlap > best_overlap or (overlap == best_overlap and overlap and candidate.stem == submission.stem):
             best, best_overlap = candidate, overlap
     if best is None:
@@ -175,7 +182,9 @@ def _source_notebook(source_root: Path, assignment: str, submission_nb, submissi
     return best
 
 
-def _check_student(student: str) -> str:
+def check_student(student: str) -> str:
+    """``student`` if it is 1-100 letters, digits, '_', '.', '@' or '-', starting with a letter or digit (a name
+    for the gradebook and the course's folders); ``ValueError`` otherwise."""
     if not isinstance(student, str) or not _STUDENT_ID.match(student):
         raise InputError(
             "student",
@@ -185,7 +194,8 @@ def _check_student(student: str) -> str:
     return student
 
 
-def _check_timeout(timeout_s: object) -> int:
+def check_timeout(timeout_s: object) -> int:
+    """``timeout_s`` as whole seconds per cell, from 1 to 3600; ``ValueError`` otherwise."""
     if (
         isinstance(timeout_s, bool)
         or not isinstance(timeout_s, (int, float))
@@ -196,7 +206,7 @@ def _check_timeout(timeout_s: object) -> int:
     return int(timeout_s)
 
 
-def _check_source_root(source_root: str | os.PathLike | None) -> Path:
+def check_source_root(source_root: str | os.PathLike | None) -> Path:
     """The nbgrader source folder (default: :func:`default_source_root`); ``ValueError`` unless it is a folder."""
     root = Path(source_root) if source_root is not None else default_source_root()
     if source_root is None and not os.environ.get("GPUCOST_LAB_SOURCE_ROOT") and not root.is_dir():
@@ -216,7 +226,7 @@ def _check_source_root(source_root: str | os.PathLike | None) -> Path:
     return root
 
 
-def _check_assignment(assignment: object) -> str:
+def check_assignment(assignment: object) -> str:
     """``assignment`` if it is a plain folder name; ``ValueError`` otherwise."""
     if not isinstance(assignment, str) or not re.match(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", assignment):
         raise InputError(

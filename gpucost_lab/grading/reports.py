@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpucost_lab.grading.passmark import PASS_MARK_PERCENT, SCORE_DECIMALS, _points_text, points_to_pass
+from gpucost_lab.grading.passmark import PASS_MARK_PERCENT, SCORE_DECIMALS, points_text, points_to_pass
 
 HIDDEN_TESTS_NOTE = (
     "visible tests only: hidden tests run when the lab is graded and may still fail, so this is "
@@ -42,7 +42,7 @@ class GradeReport:
         verdict = "PASSED" if self.passed else "NOT PASSED"
         lines = [
             f"{self.score:g} / {self.max_score:g} points ({self.percent:.2f}%): {verdict} "
-            f"(pass mark {PASS_MARK_PERCENT}% = {_points_text(points_to_pass(self.max_score))})"
+            f"(pass mark {PASS_MARK_PERCENT}% = {points_text(points_to_pass(self.max_score))})"
         ]
         lines += [f"  ✗ {f['cell']}: {f['points']:g} / {f['max_points']:g}  {f['message']}" for f in self.failed]
         if self.pending_manual:
@@ -85,11 +85,11 @@ class SelfCheckReport:
         lines = [
             f"Self-check of {self.notebook} (the saved file, run with {whose}): {self.points_passed:g} of "
             f"{self.max_points:g} points pass their visible tests ({self.percent:.0f}%); passing needs "
-            f"{PASS_MARK_PERCENT}% = {_points_text(self.points_to_pass)}."
+            f"{PASS_MARK_PERCENT}% = {points_text(self.points_to_pass)}."
         ]
         if self.points_with_hidden_checks:
             lines.append(
-                f"{_points_text(self.points_with_hidden_checks)} of {self.max_points:g} also depend on "
+                f"{points_text(self.points_with_hidden_checks)} of {self.max_points:g} also depend on "
                 "hidden checks, which run only when your lab is graded: a visible pass is not yet a grade."
             )
         if self.reaches_pass_mark:
@@ -100,7 +100,7 @@ class SelfCheckReport:
         else:
             missing = round(max(0.0, self.points_to_pass - self.points_passed), SCORE_DECIMALS)
             lines.append(
-                f"Not there yet: {_points_text(missing)} more needed. "
+                f"Not there yet: {points_text(missing)} more needed. "
                 "Hidden tests run when your lab is graded and may still fail."
             )
         lines += [

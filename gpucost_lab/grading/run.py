@@ -1,12 +1,14 @@
-"""One submission, run: the learner's cells in the sandboxed kernel, the tests in this process (see ``execute``)."""
+"""One submission, run: the learner's cells in the sandboxed kernel, the tests in this process (:mod:`.checks`)."""
 
 from __future__ import annotations
 
 import ast
 import contextlib
 import json
+import logging
 import os
 import queue
+import stat
 import subprocess
 import tempfile
 import time
@@ -19,16 +21,13 @@ from traitlets import default
 
 from gpucost_lab.course.variants import LEARNER_ENV
 from gpucost_lab.grading import answers as _answers
-from gpucost_lab.grading import confine
+from gpucost_lab.grading import confine, links
 from gpucost_lab.grading import kernel_command as _command
 from gpucost_lab.grading import sandbox as _sandbox
-from gpucost_lab.grading.execute import (
-    MAX_CELLS,
+from gpucost_lab.grading.checks import (
     Checks,
     LearnerError,
-    _copy_submission,
-    _error,
-    _truncate,
+    error_output,
     is_test,
     is_trusted_setup,
     visible_source,
@@ -37,6 +36,8 @@ from gpucost_lab.grading.execute import (
 KERNEL_NAME = "gpucost-sandbox"
 _ANSWERS = "__import__('gpucost_lab.grading.answers', fromlist=['dumps'])"
 _TIMEOUT_MARK = "gpucost_cell_timeout"  # in the execute reply nbclient makes up when a cell reaches its time limit
+MAX_OUTPUT_CHARS = 20_000  # per output of a learner's cell, kept in the graded notebook
+MAX_CELLS = 1000  # cells beyond this are not run; a lab has a few dozen
 
 
 #: Largest message the grader takes from the learner's kernel, checked by ZeroMQ as it arrives (a larger one is
@@ -61,7 +62,7 @@ class _Kernel:
         self.client, self.timeout_s, self.dead = client, timeout_s, False
         self.stopped = "the kernel had stopped"  # why a dead kernel gives no answers, as the tests' messages say
 
-    def warm_up(self, wait_s: float) -> bool:
+    def warm_up(self, wait_s: float) -> str | None:
         """Load the answer module in the kernel, before the learner's first cell, allowing ``wait_s``.
 
         It imports the gpucost_lab package (seconds, more on a busy machine): left to the first answer fetched, that
@@ -181,9 +182,6 @@ def run_submission(
     ``setup`` is the lab's setup cells from the instructor's source (:func:`.gradebook_cells.setup_sources`): the
     checks run those, whatever the submission's cells say they are; None takes them from the submission.
     """
-    from jupyter_client.manager import AsyncKernelManager
-    from nbclient import NotebookClient
-
     reason = _sandbox.require(allow_unsandboxed)
     if reason:
         log.warning("grading WITHOUT a sandbox: %s", reason)
@@ -197,47 +195,65 @@ def run_submission(
         _kernel_group(limits, sandboxed) as group,
     ):
         work = Path(tmp)
-        if sandboxed:
-            _command.prepare(work)
-            _copy_submission(folder, work / "submission")
-        else:
-            _copy_submission(folder, work / "notebook")
-            (work / "ipc").mkdir()
-        _copy_submission(source_folder, Path(checks_dir), skip_notebooks=True)
-        env = {LEARNER_ENV: learner}
-        km = AsyncKernelManager(
-            client_class="gpucost_lab.grading.run.CappedClient",
-            kernel_name=KERNEL_NAME,
-            kernel_spec_manager=_kernelspec(work, limits, sandboxed, env, group),
-            transport="ipc",
-            ip=str(work / "ipc" / "kernel"),
-            connection_file=str(work / "connection.json"),
-        )
-        client = NotebookClient(
-            nb,
-            km=km,
-            timeout=timeout_s,
-            startup_timeout=120,
-            interrupt_on_timeout=True,
-            allow_errors=True,
-            kernel_name=KERNEL_NAME,
-            shutdown_kernel="immediate",
-            resources={"metadata": {"path": str(work if sandboxed else work / "notebook")}},
-        )
+        _fill(work, folder, source_folder, Path(checks_dir), sandboxed)
+        km, client = _client(nb, work, limits, sandboxed, {LEARNER_ENV: learner}, group, timeout_s)
         kernel = _Kernel(client, timeout_s)
         checks = Checks(kernel.fetch, kernel.call, Path(checks_dir), learner)
         for source in setup or ():
-            problem = checks.run_setup(source)
-            if problem:
-                log.warning("the lab's setup cell failed in the grader: %s", problem)
+            _run_setup(checks, source, log)
         try:
             seal = (lambda: _command.seal(work)) if sandboxed else None
-            trusted = (
-                setup is None
-            )  # the submission's setup cells run in the checks only when the source's are not at hand
+            # the submission's setup cells run in the checks only when the source's are not at hand
+            trusted = setup is None
             _run_cells(nb, client, kernel, checks, deadline, timeout_s, total_s, log, started=seal, setup=trusted)
         finally:
             _stop(km)
+
+
+def _fill(work: Path, folder: Path, source_folder: Path | None, checks_dir: Path, sandboxed: bool) -> None:
+    """The run folder ``work`` made ready for the kernel (the submission's files in it), and the lab's own files
+    in ``checks_dir``."""
+    if sandboxed:
+        _command.prepare(work)
+        copy_submission(folder, work / "submission")
+    else:
+        copy_submission(folder, work / "notebook")
+        (work / "ipc").mkdir()
+    copy_submission(source_folder, checks_dir, skip_notebooks=True)
+
+
+def _client(nb, work: Path, limits: _sandbox.Limits, sandboxed: bool, env: dict[str, str], group, timeout_s: int):
+    """The learner's kernel's manager (its kernelspec in ``work``) and the nbclient that runs ``nb`` in it."""
+    from jupyter_client.manager import AsyncKernelManager
+    from nbclient import NotebookClient
+
+    km = AsyncKernelManager(
+        client_class="gpucost_lab.grading.run.CappedClient",
+        kernel_name=KERNEL_NAME,
+        kernel_spec_manager=_kernelspec(work, limits, sandboxed, env, group),
+        transport="ipc",
+        ip=str(work / "ipc" / "kernel"),
+        connection_file=str(work / "connection.json"),
+    )
+    client = NotebookClient(
+        nb,
+        km=km,
+        timeout=timeout_s,
+        startup_timeout=120,
+        interrupt_on_timeout=True,
+        allow_errors=True,
+        kernel_name=KERNEL_NAME,
+        shutdown_kernel="immediate",
+        resources={"metadata": {"path": str(work if sandboxed else work / "notebook")}},
+    )
+    return km, client
+
+
+def _run_setup(checks: Checks, source: str, log) -> None:
+    """One setup cell of the lab, run in the grader (a failure is logged: the tests that need it fail)."""
+    problem = checks.run_setup(source)
+    if problem:
+        log.warning("the lab's setup cell failed in the grader: %s", problem)
 
 
 @contextlib.contextmanager
@@ -284,23 +300,7 @@ def _run_cells(
 ) -> None:
     from nbclient.exceptions import DeadKernelError
 
-    # At a cell's time limit nbclient interrupts the kernel and, by default, then waits for its reply with no end:
-    # a kernel the learner's code broke (a builtin replaced, say) never sends one. With ``error_on_timeout`` it
-    # stops waiting at the interrupt, the hook notes which cell that was, and a probe then decides whether the
-    # kernel still answers at all.
-    client.error_on_timeout = {
-        "ename": "CellTimeoutError",
-        "evalue": f"still running after {timeout_s} s",
-        "traceback": [],
-        _TIMEOUT_MARK: True,
-    }
-    timed_out: set[int] = set()
-
-    def on_cell_executed(cell, cell_index, execute_reply):
-        if (execute_reply or {}).get("content", {}).get(_TIMEOUT_MARK):
-            timed_out.add(cell_index)
-
-    client.on_cell_executed = on_cell_executed
+    timed_out = _note_timeouts(client, timeout_s)
     code_cells = 0
     with client.setup_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL):
         problem = kernel.warm_up(max(timeout_s, client.startup_timeout))  # as long as the kernel may take to start
@@ -321,16 +321,14 @@ def _run_cells(
             late = time.monotonic() > deadline
             if is_test(cell):
                 cell.outputs = (
-                    [_error(f"not graded: the notebook ran past its total limit of {total_s} s")]
+                    [error_output(f"not graded: the notebook ran past its total limit of {total_s} s")]
                     if late
                     else checks.check(cell.metadata["nbgrader"]["grade_id"], cell.source)
                 )
                 cell.source = visible_source(cell.source)
                 continue
             if setup and is_trusted_setup(cell):
-                problem = checks.run_setup(cell.source)
-                if problem:
-                    log.warning("the lab's setup cell failed in the grader: %s", problem)
+                _run_setup(checks, cell.source, log)
             if late or kernel.dead or code_cells > MAX_CELLS:
                 cell.outputs = [new_output("stream", name="stdout", text="[not run when graded]\n")]
                 continue
@@ -341,6 +339,29 @@ def _run_cells(
             cell.outputs = _timed_out(_truncate(cell.get("outputs", [])), index in timed_out, timeout_s)
             if index in timed_out and not kernel.dead and not kernel.probe(timeout_s):
                 log.warning("the kernel stopped answering after cell %d reached the time limit", index)
+
+
+def _note_timeouts(client, timeout_s: int) -> set[int]:
+    """The indexes of the cells that reach their time limit, as ``client`` runs them (filled as it goes).
+
+    At a cell's time limit nbclient interrupts the kernel and, by default, then waits for its reply with no end: a
+    kernel the learner's code broke (a builtin replaced, say) never sends one. With ``error_on_timeout`` it stops
+    waiting at the interrupt, the hook notes which cell that was, and a probe then decides whether the kernel
+    still answers at all."""
+    client.error_on_timeout = {
+        "ename": "CellTimeoutError",
+        "evalue": f"still running after {timeout_s} s",
+        "traceback": [],
+        _TIMEOUT_MARK: True,
+    }
+    timed_out: set[int] = set()
+
+    def on_cell_executed(cell, cell_index, execute_reply):
+        if (execute_reply or {}).get("content", {}).get(_TIMEOUT_MARK):
+            timed_out.add(cell_index)
+
+    client.on_cell_executed = on_cell_executed
+    return timed_out
 
 
 def _timed_out(outputs: list, timed_out: bool, timeout_s: int) -> list:
@@ -357,3 +378,49 @@ def _timed_out(outputs: list, timed_out: bool, timeout_s: int) -> list:
     return [
         out for out in outputs if not (out.get("output_type") == "error" and out.get("ename") == "KeyboardInterrupt")
     ] + [error]
+
+
+def copy_submission(
+    folder: Path | None, dest: Path, max_bytes: int = 64 * 2**20, skip_notebooks: bool = False, log=None
+) -> None:
+    """The plain files of ``folder`` (a submission's, or the lab's own) into ``dest``; at most ``max_bytes`` in all.
+
+    Symbolic and hard links, device files, FIFOs and sockets are skipped, each logged as a warning on ``log`` (this
+    module's logger by default), and every file is read through its own ``O_NOFOLLOW`` descriptor
+    (:func:`.links.copy_plain`). ``folder`` itself is the grader's (nbgrader's autograded folder, the lab's source
+    folder), so a link naming it is followed; nothing under it is.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    if folder is None or not folder.is_dir():
+        return
+    total = 0
+
+    def keep(rel, st) -> bool:
+        nonlocal total
+        if ".ipynb_checkpoints" in rel.parts:
+            return False
+        if not stat.S_ISREG(st.st_mode):
+            return True  # a folder: entered
+        if skip_notebooks and rel.suffix == ".ipynb":
+            return False
+        total += st.st_size
+        return total <= max_bytes  # past the limit, no later file either
+
+    links.copy_plain(folder.resolve(), dest, keep=keep, log=log or logging.getLogger(__name__))
+
+
+def _truncate(outputs: list) -> list:
+    kept = []
+    for out in outputs:
+        text = json.dumps(out)
+        if len(text) <= MAX_OUTPUT_CHARS:
+            kept.append(out)
+        else:
+            kept.append(
+                new_output(
+                    "stream",
+                    name="stdout",
+                    text=f"[output of {len(text):,} characters cut to keep the graded notebook small]\n",
+                )
+            )
+    return kept

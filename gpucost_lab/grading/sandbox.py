@@ -26,6 +26,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpucost_lab.grading import confine
 from gpucost_lab.grading import kernel_command as _command
@@ -117,7 +118,7 @@ class BeforeAutograde:
     the plain ``nbgrader autograde`` stops with the one line, before the submission is copied or the gradebook
     written, unless ``c.SandboxedExecute.allow_unsandboxed`` is set in ``config``."""
 
-    config: object
+    config: Any  # the nbgrader configuration (a traitlets Config)
 
     def __call__(self, notebooks=(), **_hook_arguments) -> None:
         allowed = bool(self.config.SandboxedExecute.get("allow_unsandboxed", False))
@@ -161,7 +162,7 @@ def unavailable_reason() -> str | None:
         probe = subprocess.run(
             [
                 "bwrap",
-                *_command._system_binds(),
+                *_command.system_binds(),
                 "--proc",
                 "/proc",
                 "--dev",

@@ -44,7 +44,7 @@ from bleach.sanitizer import BleachSanitizerFilter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
-from gpucost_lab.grading.sanitize_css import _CSS, _StyleSheets
+from gpucost_lab.grading.sanitize_css import LearnerCSS, StyleSheetFilter
 
 #: The elements a learner's HTML may keep: text, lists, tables. Any other element is shown as text.
 ALLOWED_TAGS = frozenset(
@@ -119,7 +119,7 @@ def _allowed_attribute(tag: str, name: str, value: str) -> bool:
 
 class _Sanitizer(BleachSanitizerFilter):
     """bleach's sanitizing filter, noting whether it changed a tag: escaped it, or dropped or rewrote an attribute
-    (a ``style`` attribute counts only when its CSS lost something: :class:`_CSS` says)."""
+    (a ``style`` attribute counts only when its CSS lost something: :class:`LearnerCSS` says)."""
 
     changed = False
 
@@ -152,7 +152,7 @@ def _sanitize(text: str, parser_tags) -> tuple[str, bool]:
     """bleach.Cleaner's steps with this module's rules; the HTML, and whether sanitizing changed more than its
     spelling. With ``parser_tags``, as bleach parses (a tag outside it is text from the start, so the result keeps
     its original spelling); with None, as the browser parses (every element reaches the sanitizer)."""
-    css = _CSS()
+    css = LearnerCSS()
     parser = html5lib_shim.BleachHTMLParser(
         tags=parser_tags, strip=False, consume_entities=False, namespaceHTMLElements=False
     )
@@ -166,7 +166,7 @@ def _sanitize(text: str, parser_tags) -> tuple[str, bool]:
         css_sanitizer=css,
         allowed_protocols=_PROTOCOLS,
     )
-    sheets = _StyleSheets(source=sanitizer)
+    sheets = StyleSheetFilter(source=sanitizer)
     serializer = html5lib_shim.BleachHTMLSerializer(  # as bleach.Cleaner's
         quote_attr_values="always",
         omit_optional_tags=False,

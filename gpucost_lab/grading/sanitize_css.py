@@ -69,7 +69,7 @@ def _stylesheet(css: str) -> tuple[str, bool]:
     return sheet, dropped
 
 
-class _CSS(CSSSanitizer):
+class LearnerCSS(CSSSanitizer):
     """bleach's CSS step with :func:`_declarations`; notes whether it dropped anything."""
 
     def __init__(self):
@@ -82,7 +82,7 @@ class _CSS(CSSSanitizer):
         return kept
 
 
-class _StyleSheets(html5lib_shim.Filter):
+class StyleSheetFilter(html5lib_shim.Filter):
     """After :class:`_Sanitizer`: the text of each ``<style>`` element through :func:`_stylesheet`, and no element
     inside one (html5lib lets an SVG's style hold elements; the browser reads the serialized one as text)."""
 

@@ -4,27 +4,28 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from types import EllipsisType
 
 from gpucost_lab.course.variants import LEARNER_ENV, _learner, current_learner
-from gpucost_lab.grading.course import _path_with_this_python, _quiet_stderr
-from gpucost_lab.grading.execute import HIDDEN_MARK
+from gpucost_lab.grading.checks import HIDDEN_MARK
+from gpucost_lab.grading.course import path_with_this_python, quiet_stderr
 from gpucost_lab.grading.notebooks import (
     DEFAULT_TIMEOUT_S,
-    _check_timeout,
-    _nbgrader_meta,
-    _quiet_nbformat,
-    _read_notebook,
+    check_timeout,
+    nbgrader_meta,
+    quiet_nbformat,
+    read_notebook,
 )
-from gpucost_lab.grading.passmark import SCORE_DECIMALS, _percent, _points, meets_pass_mark, points_to_pass
+from gpucost_lab.grading.passmark import SCORE_DECIMALS, exact_points, meets_pass_mark, percent_of, points_to_pass
 from gpucost_lab.grading.reports import SelfCheckReport
-from gpucost_lab.grading.submission import _cell_messages
+from gpucost_lab.grading.submission import cell_messages
 
 #: Set in the environment of the kernel a self-check starts, so the lab's own self-check cell does nothing there.
 SELF_CHECK_ENV = "GPUCOST_LAB_SELF_CHECK"
 
 
 def self_check(
-    path: str | os.PathLike, timeout_s: int = DEFAULT_TIMEOUT_S, learner: str | None = ...
+    path: str | os.PathLike, timeout_s: int = DEFAULT_TIMEOUT_S, learner: str | None | EllipsisType = ...
 ) -> SelfCheckReport | None:
     """Run the saved notebook at ``path`` (the learner's copy: visible tests only) and report the points its
     test cells pass, against the pass mark. Call it from the lab's last cell after saving.
@@ -38,16 +39,36 @@ def self_check(
     """
     if os.environ.get(SELF_CHECK_ENV) or os.environ.get("NBGRADER_EXECUTION"):
         return None
-    from nbclient import NotebookClient
-    from nbgrader.utils import determine_grade
-
     notebook = Path(path)
-    timeout_s = _check_timeout(timeout_s)
+    timeout_s = check_timeout(timeout_s)
     learner = current_learner() if learner is ... else _learner(learner)
-    nb = _read_notebook(notebook)
-    graded = [c for c in nb.cells if _nbgrader_meta(c).get("grade")]
+    nb = read_notebook(notebook)
+    graded = [c for c in nb.cells if nbgrader_meta(c).get("grade")]
     if not graded:
         raise ValueError(f"{notebook}: has no graded test cells to check (is it a lab notebook?)")
+    _execute(nb, notebook, timeout_s, learner)
+    passed, visible, manual, hidden, failed = _tally(graded, cell_messages(nb, timeout_s))
+    total = visible + manual
+    return SelfCheckReport(
+        notebook=str(notebook),
+        points_passed=round(passed, SCORE_DECIMALS),
+        visible_points=round(visible, SCORE_DECIMALS),
+        manual_points=round(manual, SCORE_DECIMALS),
+        max_points=round(total, SCORE_DECIMALS),
+        percent=percent_of(passed, total),
+        points_to_pass=points_to_pass(total),
+        reaches_pass_mark=meets_pass_mark(passed, total),
+        failed=tuple(failed),
+        points_with_hidden_checks=round(hidden, SCORE_DECIMALS),
+        learner=learner,
+    )
+
+
+def _execute(nb, notebook: Path, timeout_s: int, learner: str | None) -> None:
+    """Run ``nb`` (read from ``notebook``) afresh in a kernel of its own, in its folder, with ``learner``'s numbers;
+    its outputs are then those of this run."""
+    from nbclient import NotebookClient
+
     for cell in nb.cells:
         if cell.get("cell_type") == "code":
             cell.outputs, cell.execution_count = [], None
@@ -65,15 +86,20 @@ def self_check(
         },
     )
     env = dict(os.environ, **{SELF_CHECK_ENV: "1", LEARNER_ENV: learner or ""})
-    env["PATH"] = _path_with_this_python()
-    with _quiet_nbformat(), _quiet_stderr():
+    env["PATH"] = path_with_this_python()
+    with quiet_nbformat(), quiet_stderr():
         client.execute(env=env)
 
-    messages = _cell_messages(nb, timeout_s)
+
+def _tally(graded: list, messages: dict[str, str]) -> tuple[float, float, float, float, list[dict]]:
+    """The points the executed ``graded`` cells pass, and their visible, manual and hidden-checked points; and each
+    test cell that lost points, with why (``messages``)."""
+    from nbgrader.utils import determine_grade
+
     passed = visible = manual = hidden = 0.0
     failed = []
     for cell in graded:
-        meta = _nbgrader_meta(cell)
+        meta = nbgrader_meta(cell)
         points = float(meta.get("points", 0) or 0)
         if meta.get("solution") or cell.get("cell_type") != "code":
             manual += points  # answers graded by hand: not checkable here
@@ -84,7 +110,7 @@ def self_check(
         got, _ = determine_grade(cell)  # nbgrader's own rule: an error or stderr output fails the cell
         got = float(got or 0)
         passed += got
-        if _points(got) < _points(points):
+        if exact_points(got) < exact_points(points):
             failed.append(
                 {
                     "cell": meta["grade_id"],
@@ -93,18 +119,4 @@ def self_check(
                     "message": messages.get(meta["grade_id"], "failed"),
                 }
             )
-    total = visible + manual
-    report = SelfCheckReport(
-        notebook=str(notebook),
-        points_passed=round(passed, SCORE_DECIMALS),
-        visible_points=round(visible, SCORE_DECIMALS),
-        manual_points=round(manual, SCORE_DECIMALS),
-        max_points=round(total, SCORE_DECIMALS),
-        percent=_percent(passed, total),
-        points_to_pass=points_to_pass(total),
-        reaches_pass_mark=meets_pass_mark(passed, total),
-        failed=tuple(failed),
-        points_with_hidden_checks=round(hidden, SCORE_DECIMALS),
-        learner=learner,
-    )
-    return report
+    return passed, visible, manual, hidden, failed

@@ -2,8 +2,8 @@
 
 :func:`read_submission` checks the input (``ValueError`` for unusable input, naming the file and the problem; a
 notebook that is a link or a special file is refused, and the notebook is read through no link: :mod:`.links`);
-:func:`_drop_duplicate_grade_ids` and :func:`_restore_missing_grade_cells` prepare the notebook for nbgrader;
-:func:`_cell_messages` reads an executed notebook back (also for the learner's self-check).
+:func:`drop_duplicate_grade_ids` and :func:`restore_missing_grade_cells` prepare the notebook for nbgrader;
+:func:`cell_messages` reads an executed notebook back (also for the learner's self-check).
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from gpucost_lab._validate import InputError
 from gpucost_lab.grading.links import ALLOWED, read_plain, refusal
 from gpucost_lab.grading.notebooks import (
     DEFAULT_ASSIGNMENT,
-    _check_assignment,
-    _check_source_root,
-    _check_student,
-    _nbgrader_meta,
-    _one_line,
-    _quiet_nbformat,
-    _read_notebook,
-    _source_notebook,
+    check_assignment,
     check_notebook_size,
+    check_source_root,
+    check_student,
     detect_assignment,
+    nbgrader_meta,
     notebook_json,
+    one_line,
+    quiet_nbformat,
+    read_notebook,
+    source_notebook,
 )
 
 
@@ -55,14 +55,14 @@ def read_submission(
     """The submission at ``notebook_path``, checked as :func:`~gpucost_lab.grading.grade` describes;
     ``ValueError`` for unusable input."""
     submission = Path(notebook_path)
-    learner = "" if student is None or self_study else _check_student(student)
-    student = _check_student("student" if student is None else student)
+    learner = "" if student is None or self_study else check_student(student)
+    student = check_student("student" if student is None else student)
     nb = _read_submitted(submission)
-    root = _check_source_root(source_root)
-    assignment = _check_assignment(
+    root = check_source_root(source_root)
+    assignment = check_assignment(
         detect_assignment(root, nb) or DEFAULT_ASSIGNMENT if assignment is None else assignment
     )
-    source_nb_path = _source_notebook(root, assignment, nb, submission)
+    source_nb_path = source_notebook(root, assignment, nb, submission)
     return Submission(submission, nb, student, learner, root, assignment, source_nb_path.name)
 
 
@@ -74,23 +74,23 @@ def _read_submitted(path: Path):
     if refused:
         raise InputError("notebook", f"notebook {str(path)!r} is {refused.why}; {ALLOWED}")
     if not path.is_file() or path.suffix != ".ipynb":
-        return _read_notebook(path)  # no such file, not a file, not a .ipynb: its line, before anything is read
+        return read_notebook(path)  # no such file, not a file, not a .ipynb: its line, before anything is read
     import nbformat
 
     check_notebook_size(path, path.stat().st_size)
     try:
         text = read_plain(path, "notebook").decode("utf-8")
     except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not valid notebook JSON ({_one_line(err)})") from None
+        raise ValueError(f"{path}: not valid notebook JSON ({one_line(err)})") from None
     notebook_json(path, text)  # nesting and nbformat checked, one line each
     try:
-        with _quiet_nbformat():
+        with quiet_nbformat():
             return nbformat.reads(text, as_version=4)
     except Exception as err:  # nbformat raises several types for structurally broken notebooks
-        raise ValueError(f"{path}: unreadable notebook ({_one_line(err)})") from None
+        raise ValueError(f"{path}: unreadable notebook ({one_line(err)})") from None
 
 
-def _restore_missing_grade_cells(submission_nb, released_nb) -> list[str]:
+def restore_missing_grade_cells(submission_nb, released_nb) -> list[str]:
     """Put back graded cells the learner deleted (or stripped of their metadata), where they were.
 
     nbgrader's own ``OverwriteCells.add_missing_cells`` only inserts after a graded or answer cell; this places each
@@ -98,36 +98,36 @@ def _restore_missing_grade_cells(submission_nb, released_nb) -> list[str]:
     one, else at the end). The released copy is inserted; nbgrader then replaces its source with the gradebook's
     (hidden tests included), like any edited read-only cell.
     """
-    present = {m.get("grade_id"): i for i, m in enumerate(map(_nbgrader_meta, submission_nb.cells))}
-    released = [c for c in released_nb.cells if _nbgrader_meta(c).get("grade_id")]
+    present = {m.get("grade_id"): i for i, m in enumerate(map(nbgrader_meta, submission_nb.cells))}
+    released = [c for c in released_nb.cells if nbgrader_meta(c).get("grade_id")]
     restored = []
     for pos, cell in enumerate(released):
-        meta = _nbgrader_meta(cell)
+        meta = nbgrader_meta(cell)
         if not meta.get("grade") or meta["grade_id"] in present:
             continue
         before = [
-            present[_nbgrader_meta(c)["grade_id"]] for c in released[:pos] if _nbgrader_meta(c)["grade_id"] in present
+            present[nbgrader_meta(c)["grade_id"]] for c in released[:pos] if nbgrader_meta(c)["grade_id"] in present
         ]
         after = [
-            present[_nbgrader_meta(c)["grade_id"]]
+            present[nbgrader_meta(c)["grade_id"]]
             for c in released[pos + 1 :]
-            if _nbgrader_meta(c)["grade_id"] in present
+            if nbgrader_meta(c)["grade_id"] in present
         ]
         index = max(before) + 1 if before else (min(after) if after else len(submission_nb.cells))
         new = copy.deepcopy(cell)
         new.pop("id", None)
         submission_nb.cells.insert(index, new)
-        present = {m.get("grade_id"): i for i, m in enumerate(map(_nbgrader_meta, submission_nb.cells))}
+        present = {m.get("grade_id"): i for i, m in enumerate(map(nbgrader_meta, submission_nb.cells))}
         restored.append(meta["grade_id"])
     return restored
 
 
-def _drop_duplicate_grade_ids(nb) -> list[str]:
+def drop_duplicate_grade_ids(nb) -> list[str]:
     """Cells copied in JupyterLab keep their nbgrader metadata: keep the first cell of each grade id as graded and
     make every later copy a plain cell (nbgrader would otherwise fail on it); the ids that had copies."""
     seen, copies = set(), []
     for cell in nb.cells:
-        gid = _nbgrader_meta(cell).get("grade_id")
+        gid = nbgrader_meta(cell).get("grade_id")
         if not isinstance(gid, str):
             continue
         if gid in seen:
@@ -143,21 +143,21 @@ def _error_message(cell, timeout_s: int | None = None) -> str | None:
         limit = f"{timeout_s} s " if timeout_s else ""
         return f"CellTimeoutError: still running at the {limit}time limit, so it was interrupted"
     for out in errors:
-        ename, evalue = out.get("ename") or "Error", _one_line(out.get("evalue") or "")
-        if ename == "CheckFailed":  # a test cell graded by the grader (grading.execute): its sentence says it all
+        ename, evalue = out.get("ename") or "Error", one_line(out.get("evalue") or "")
+        if ename == "CheckFailed":  # a test cell graded by the grader (grading.checks): its sentence says it all
             return evalue
         return f"{ename}: {evalue}" if evalue and evalue != ename else ename
     for out in cell.get("outputs", []):
         if out.get("output_type") == "stream" and out.get("name") == "stderr":
-            return f"wrote to stderr, which fails a graded test: {_one_line(out.get('text', ''))}"
+            return f"wrote to stderr, which fails a graded test: {one_line(out.get('text', ''))}"
     return None
 
 
-def _cell_messages(nb, timeout_s: int | None = None) -> dict[str, str]:
+def cell_messages(nb, timeout_s: int | None = None) -> dict[str, str]:
     """For each graded cell of an executed notebook, why it lost points (its own error, and an earlier one)."""
     messages, earlier = {}, None
     for cell in nb.cells:
-        meta = _nbgrader_meta(cell)
+        meta = nbgrader_meta(cell)
         own = _error_message(cell, timeout_s) if cell.get("cell_type") == "code" else None
         if meta.get("grade"):
             text = own or "partial credit"

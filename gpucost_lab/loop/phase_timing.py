@@ -13,8 +13,8 @@ does (``torch.cuda.Event(enable_timing=True)``, ``record()`` on the stream, ``el
 add no synchronization either; they show the host ranges and, on a GPU, the kernels launched inside them.
 
 :func:`timed_loop` runs one loop either way on any device with ``launch(fn)`` and ``synchronize()`` (the course's
-:class:`gpucost_lab.measure.async_device.AsyncDevice`, or a test's fake); :func:`sync_overhead` runs both, interleaved, on
-an ``AsyncDevice`` with real work, so the chapter states the cost measured on the learner's machine.
+:class:`gpucost_lab.measure.async_device.AsyncDevice`, or a test's fake); :func:`sync_overhead` runs both,
+interleaved, on an ``AsyncDevice`` with real work, so the chapter states the cost measured on the learner's machine.
 """
 
 from __future__ import annotations

@@ -267,41 +267,15 @@ def latency_percentiles(latencies_s: Iterable[float]) -> dict:
     for i, v in enumerate(values):
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, Real) or not math.isfinite(v) or v < 0:
             raise ValueError(f"latencies_s[{i}] must be a finite number of seconds >= 0, got {v!r}")
-    values = np.asarray(values, dtype=float)
-    p50, p90, p99 = np.percentile(values, [50, 90, 99], method="linear")
+    array = np.asarray(values, dtype=float)
+    p50, p90, p99 = np.percentile(array, [50, 90, 99], method="linear")
     return {
         "p50_s": float(p50),
         "p90_s": float(p90),
         "p99_s": float(p99),
-        "mean_s": float(values.mean()),
-        "count": int(values.size),
+        "mean_s": float(array.mean()),
+        "count": int(array.size),
     }
-
-
-def latencies_under_load(
-    handler: Callable[[], object], requests: int, concurrency: int, *, clock: Callable[[], float] = time.perf_counter
-) -> list[float]:
-    """Serve ``requests`` calls of ``handler`` arriving together, ``concurrency`` at a time; return each latency.
-
-    A latency runs from the burst's arrival to that call's completion, so time spent queued behind
-    busy workers counts, as a user waiting on a loaded server sees it. Feed the result to
-    :func:`latency_percentiles`.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    if not isinstance(requests, int) or isinstance(requests, bool) or requests < 1:
-        raise InputError("requests", f"requests must be an integer >= 1, got {requests!r}")
-    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-        raise InputError("concurrency", f"concurrency must be an integer >= 1, got {concurrency!r}")
-
-    def served(arrival_s: float) -> float:
-        handler()
-        return clock() - arrival_s
-
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        arrival_s = clock()
-        futures = [pool.submit(served, arrival_s) for _ in range(requests)]
-        return [f.result() for f in futures]
 
 
 class MemorySampler:

@@ -32,7 +32,7 @@ import pandas as pd
 
 from gpucost_lab._validate import InputError, integer_at_least, one_of, positive
 from gpucost_lab.cost import DEFAULT_PRICE_PER_HOUR_USD
-from gpucost_lab.loop.costs import TIME_SCALE, PhaseCosts, phase_costs
+from gpucost_lab.loop.costs import phase_costs
 from gpucost_lab.loop.phases import CHECKPOINT, DATA, EVAL, FORWARD_BACKWARD, LOGGING, PHASES, balance_table
 from gpucost_lab.simulate.config import CPU_JITTER, SCENARIOS
 
@@ -391,10 +391,6 @@ __all__ = [
     "LOOP_LEVERS",
     "LOOP_SCENARIOS",
     "LoopScenario",
-    "PHASES",
-    "PhaseCosts",
     "SimulatedTrainingLoop",
-    "TIME_SCALE",
-    "phase_costs",
     "run_instrumented",
 ]

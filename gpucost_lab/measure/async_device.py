@@ -19,7 +19,6 @@ class AsyncDevice:
     def __init__(self) -> None:
         self._work: queue.Queue = queue.Queue()
         self._error: BaseException | None = None
-        self.completed = 0  # functions that have finished running
         self._thread = threading.Thread(target=self._run, name="async-device", daemon=True)
         self._thread.start()
 
@@ -31,7 +30,6 @@ class AsyncDevice:
                     return
                 if self._error is None:
                     fn()
-                    self.completed += 1
             except BaseException as err:  # surfaced at the next synchronize, like a CUDA error
                 self._error = err
             finally:

@@ -7,8 +7,8 @@ Drift that is linear over a round hits both sides equally, and each side is time
 once second. Each round's order, ABBA or BAAB, is drawn at random (seeded, so a rerun repeats it):
 interference that comes and goes with a period, as another program's time slices do, would otherwise
 lock onto the fixed pattern and land on the same side round after round, a bias no interval shows
-(measured in benchmarks/RESULTS.md: with ABBA only, an A/A comparison on a loaded machine excluded 1 in
-up to a quarter of runs). Each round gives one paired ratio,
+(benchmarks/RESULTS.md, "`compare_steps` beside busy processes", says what it did on a loaded machine).
+Each round gives one paired ratio,
 
     round ratio = sqrt(candidate block 1 x candidate block 2 / (baseline block 1 x baseline block 2)),
 
@@ -178,6 +178,7 @@ class Comparison:
         paired design that removes the seeds' common spread. Otherwise the two are independent factors.
         """
         b, c = _steps("baseline_steps", baseline_steps), _steps("candidate_steps", candidate_steps)
+        factors: list[tuple[Estimate | float, int]]
         if isinstance(b, Estimate) and isinstance(c, Estimate) and b.n == c.n:
             factors = [(self.round_ratios, 1), (Estimate.of(x / y for x, y in zip(c.values, b.values)), 1)]
         else:
@@ -205,17 +206,19 @@ class Comparison:
 
 
 def _steps(name: str, steps: Sequence[int] | int) -> Estimate | float:
-    if isinstance(steps, (int, float)) and not isinstance(steps, bool):
+    if isinstance(steps, bool):
+        raise InputError(name, f"{name} must be a count > 0 or counts > 0, one per seed, got {steps!r}")
+    if isinstance(steps, (int, float)):
         if not steps > 0:
             raise InputError(name, f"{name} must be > 0, got {steps!r}")
         return float(steps)
-    steps = tuple(steps)
-    if len(steps) == 1:
-        return _steps(name, steps[0])
+    counts = tuple(steps)
+    if len(counts) == 1:
+        return _steps(name, counts[0])
     try:
-        return Estimate.of(steps)
+        return Estimate.of(counts)
     except ValueError as e:
-        raise InputError(name, f"{name} must be counts > 0, one per seed, got {steps!r}") from e
+        raise InputError(name, f"{name} must be counts > 0, one per seed, got {counts!r}") from e
 
 
 def _as_measurement(contract: BenchmarkContract, times: tuple[float, ...]) -> Measurement:
@@ -289,12 +292,6 @@ def compare_steps(
 
 
 ROUND_ORDERS = ("ABBA", "BAAB")
-
-
-def random_round_orders(rounds: int, seed: int) -> tuple[str, ...]:
-    """``rounds`` orders, each "ABBA" or "BAAB" with probability 1/2, reproducible from ``seed``."""
-    rng = random.Random(seed)
-    return tuple(rng.choice(ROUND_ORDERS) for _ in range(rounds))
 
 
 def _check_orders(orders: Sequence[str], rounds: int, *, allow_empty: bool = False) -> None:

@@ -24,19 +24,6 @@ if TYPE_CHECKING:  # torch is imported where a contract is captured, not when th
 
 COUNTED_UNITS = ("samples", "tokens")
 FLOAT32_MATH = ("ieee", "tf32")  # how CUDA may run float32 matmuls and convolutions: IEEE FP32, or TF32 tensor cores
-# Fields read from the running machine and process; the rest describe the workload.
-ENVIRONMENT_FIELDS = (
-    "cpu_model",
-    "cpu_cores",
-    "gpu_name",
-    "gpu_memory_bytes",
-    "python_version",
-    "torch_version",
-    "cuda_version",
-    "threads",
-    "float32_matmul",
-    "float32_conv",
-)
 
 
 class FieldChange(NamedTuple):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from gpucost_lab._validate import InputError, greater_than, positive
 from gpucost_lab.measure import device as _device
@@ -40,8 +40,6 @@ class SyncCheck:
     bound_check: PlausibilityCheck | None  # the priced throughput against the roofline; None without one
     counted_unit: str = "samples"  # the unit of the throughputs: "samples" or "tokens"
     threshold: float | None = None  # the ratio above which compare_sync flags; None for check_measurement
-    # the synchronized measurement, the one to price once its bound check passes; None if none was taken
-    synchronized_measurement: Measurement | None = field(default=None, repr=False)
 
     def to_dict(self) -> dict:
         return {
@@ -79,11 +77,10 @@ def _bound(
         )
     if roofline is None:
         return None
-    positive("flops_per_unit", flops_per_unit)
+    flops = positive("flops_per_unit", flops_per_unit)
     peak = bounding_peak(measurement.contract) if isinstance(roofline, str) else None
-    return check_throughput(
-        units_per_s, flops_per_unit, _roofline(roofline, measurement.contract), intensity_flops_per_byte, peak
-    )
+    bound = _roofline(roofline, measurement.contract)
+    return check_throughput(units_per_s, flops, bound, intensity_flops_per_byte, peak)
 
 
 def _times(ratio: float) -> str:
@@ -140,7 +137,6 @@ def check_measurement(
         bound,
         unit,
         None,
-        measurement if synced else None,
     )
 
 
@@ -160,8 +156,8 @@ def compare_sync(
     The two ways alternate in ``contract.repeats`` ABBA rounds (unsynchronized, synchronized,
     synchronized, unsynchronized; :func:`gpucost_lab.measure.compare.interleaved_blocks`), so a machine that
     slows down or speeds up part-way hits both alike, and each way's throughput is taken from its
-    **fastest** block: another program can only ever add time to a block (a 2-ms block on a busy
-    2-core machine is often stretched 3x by one scheduler time slice, so even a median is not safe),
+    **fastest** block: another program can only ever add time to a block (on a busy machine one scheduler
+    time slice can stretch a short block several times over, so even a median is not safe),
     and the fastest block is the closest to the work itself, the rule ``timeit`` follows. ``synchronize``
     defaults to the contract device's (as in :func:`~gpucost_lab.measure.timing.measure`). The ratio is
     unsynchronized / synchronized throughput: far above 1 when the clock stopped before queued work
@@ -201,4 +197,4 @@ def compare_sync(
         )
     if bound is not None and bound.impossible:
         reasons.append(_bound_reason(bound, honest, unit))
-    return SyncCheck(bool(reasons), tuple(reasons), fast, honest, ratio, bound, unit, threshold, synced)
+    return SyncCheck(bool(reasons), tuple(reasons), fast, honest, ratio, bound, unit, threshold)

@@ -64,11 +64,6 @@ class Measurement:
         """The throughput the course reports: units per repeat / geometric mean repeat time."""
         return self.units_per_s.geomean
 
-    @property
-    def units_per_s_ci95(self) -> tuple[float, float]:
-        est = self.units_per_s
-        return est.ci95_low, est.ci95_high
-
     def speedup_over(self, baseline: Measurement, allow: Iterable[str] = ()) -> float:
         """Throughput ratio candidate / baseline (geometric means); both must share a contract except ``allow``.
 

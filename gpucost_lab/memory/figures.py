@@ -1,6 +1,7 @@
 """The training-memory ledger's stated figures (chapter 04): bytes per parameter by precision and optimizer,
 activation bytes by precision, what activation recomputation saves and costs, and how gradient accumulation
 stretches the optimizer step. :class:`gpucost_lab.memory.ledger.MemoryLedger` uses them; each figure carries its source.
+The precisions are the course's (:data:`gpucost_lab.precision.PRECISIONS`).
 
 Static memory (weights, gradients, a master copy, optimizer state) is counted as the Ultra-Scale Playbook counts
 it (Hugging Face, "The Ultra-Scale Playbook: Training LLMs on GPU Clusters", 2025, section "Memory usage in
@@ -23,8 +24,9 @@ kept in 16 bits, 2 bytes per element against fp32's 4 (the Playbook's and Korthi
 assumption: under autocast the outputs of ops on PyTorch's float32 list (softmax, layer_norm, the losses) stay
 4 bytes, and autocast caches a 16-bit copy of each weight it casts (PyTorch documentation, "Automatic Mixed
 Precision package - torch.amp", the autocast op reference and ``cache_enabled``); measure a real model
-(chapter 04, section 3, and ``tests/memory/test_from_model_autocast.py``). fp16-mixed needs the same memory as bf16-mixed plus a
-loss scale (one number); either changes the arithmetic, so a run switched to it needs a quality-parity check.
+(chapter 04, section 3, and ``tests/memory/test_from_model_autocast.py``). fp16-mixed needs the same memory as
+bf16-mixed plus a loss scale (one number); either changes the arithmetic, so a run switched to it needs a
+quality-parity check.
 
 Activation recomputation (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
 Models", arXiv:2205.05198):
@@ -34,9 +36,8 @@ Models", arXiv:2205.05198):
   s sequence length, h hidden size; :func:`selective_saving_fraction`). For GPT-3 175B (a 96, s 2048, h 12288)
   that is 80 / 114 = 70% of the activation memory saved for 2.7% more FLOPs, the paper's figures and this
   ledger's defaults (:data:`SELECTIVE_SAVING_FRACTION`, :data:`SELECTIVE_EXTRA_COMPUTE`).
-- ``full``: each block keeps only its input and backward recomputes the block: one more forward per step. A
-  forward is about 1/3 of a forward + backward (backward ~ 2 x forward), so the step takes 4/3 as long
-  (:data:`RECOMPUTE_STEP_TIME_FACTOR`; the paper measures 30-40% for full recomputation).
+- ``full``: each block keeps only its input and backward recomputes the block: one more forward per step, so the
+  step takes :data:`RECOMPUTE_STEP_TIME_FACTOR` (4/3) as long; why 4/3: beside the constant.
 
 Either way the peak is reached in backward, while the last block is recomputed: the other blocks hold what they
 kept (``1 - saving`` of their activations for selective, their input for full) and the last block holds all of
@@ -60,10 +61,10 @@ import math
 from dataclasses import dataclass
 
 from gpucost_lab._validate import fraction, integer_at_least, non_negative, one_of
+from gpucost_lab.precision import check_precision
 
 BYTES_PER_GB = 1e9
 
-PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed")
 OPTIMIZERS = ("sgd", "sgd-momentum", "adamw")
 RECOMPUTE_MODES = ("none", "selective", "full")
 
@@ -79,7 +80,10 @@ ACTIVATION_BYTES = {"fp32": 4, "bf16-mixed": 2, "fp16-mixed": 2}
 # bytes per token per hidden unit, 5as/h = 5 x 96 x 2048 / 12288 = 80) for 2.7% more FLOPs.
 SELECTIVE_SAVING_FRACTION = 0.70
 SELECTIVE_EXTRA_COMPUTE = 0.027
-# Full recomputation: one more forward per step, a forward being ~1/3 of forward + backward: 4/3 of the step.
+# Full recomputation's step time over the step without, an assumption stated, not measured: recomputing adds one
+# forward to every step, and a forward is about 1/3 of a forward + backward step's FLOPs (backward ~ 2 x forward),
+# so the step takes 1 + 1/3 = 4/3 as long. Korthikanti et al. 2022 measure 30-40% more for full recomputation.
+# Selective recomputation redoes part of that forward, never more (ledger.MAX_SELECTIVE_EXTRA_COMPUTE).
 RECOMPUTE_STEP_TIME_FACTOR = 4.0 / 3.0
 # Measured (benchmarks/accumulation_timing.py; RESULTS.md, "Gradient accumulation: step time"): per-microbatch
 # overhead c over the one-batch step T(B, 1), MLP 784-1024-1024-10, AdamW, fp32, global batch 64, 1 thread on
@@ -142,10 +146,6 @@ class StaticMemory:
         }
 
 
-def check_precision(precision: object) -> str:
-    return one_of("precision", precision, PRECISIONS)
-
-
 def check_recompute(recompute: object) -> str:
     return one_of("recompute", recompute, RECOMPUTE_MODES)
 
@@ -186,7 +186,8 @@ def keep_fraction(recompute: str, checkpoint_keep_fraction: float, selective_sav
 
 
 def recompute_step_time_factor(recompute: str, selective_extra_compute: float = SELECTIVE_EXTRA_COMPUTE) -> float:
-    """Step time with ``recompute`` over the step without: 1, 1 + extra compute (selective), or 4/3 (full)."""
+    """Step time with ``recompute`` over the step without: 1, 1 + extra compute (selective), or
+    :data:`RECOMPUTE_STEP_TIME_FACTOR` (full)."""
     mode = check_recompute(recompute)
     if mode == "none":
         return 1.0

@@ -19,8 +19,8 @@ The pricing model, stated:
   uses it is marked ``assumes_transformer``, to be trusted only for a transformer whose attention holds that share
   of the activations (measured, or given to the ledger).
 - A change of precision changes the arithmetic: it is marked ``needs_parity_check``, and priced as if parity held
-  (same steps to target) until a parity check (:mod:`gpucost_lab.quality.seeds`) confirms it. Its speed is
-  ``mixed_precision_step_time_factor`` (default 1.0: no speed-up is credited until one is measured).
+  (same steps to target) until a parity check (:func:`gpucost_lab.quality.parity.check_parity`) confirms it. Its
+  speed is ``mixed_precision_step_time_factor`` (default 1.0: no speed-up is credited until one is measured).
 - The step-time factor is accumulation x recomputation x precision (:mod:`gpucost_lab.memory.figures`).
 - The nightly run is ``samples_per_night`` samples at ``global_batch / (step_time_s x factor)`` samples per second,
   priced at ``price_per_hour_usd``; the window holds when it finishes within ``window_hours``
@@ -36,8 +36,9 @@ import pandas as pd
 
 from gpucost_lab._validate import FLOAT_MAX, InputError, integer_at_least, positive, too_large
 from gpucost_lab.cost import DEFAULT_PRICE_PER_HOUR_USD, nightly_window
-from gpucost_lab.memory.figures import ACTIVATION_BYTES, PRECISIONS, RECOMPUTE_MODES
+from gpucost_lab.memory.figures import ACTIVATION_BYTES, RECOMPUTE_MODES
 from gpucost_lab.memory.ledger import MAX_MICROBATCH, MemoryLedger
+from gpucost_lab.precision import PRECISIONS
 
 # The course's case (chapter 04): the team's run at a global batch of 60 (the largest microbatch that fits the
 # course ledger is 54), an assumed 0.1 s per optimizer step on a device where 60 fits (600 samples/s), 14.4
@@ -163,6 +164,93 @@ def _check_finite(factors: list[float], baseline_hours: float, rate: float, samp
     )
 
 
+def _baseline_rate(global_batch: int, step_time_s: float | None, samples_per_s: float | None) -> tuple[float, float]:
+    """(step time in s, samples per s) of the baseline, from exactly one of the two."""
+    b = global_batch
+    if (step_time_s is None) == (samples_per_s is None):
+        raise InputError(
+            "step_time_s",
+            f"step_time_s or samples_per_s gives the baseline: give exactly one, got "
+            f"step_time_s={step_time_s!r} and samples_per_s={samples_per_s!r}",
+        )
+    if step_time_s is not None:
+        step_s = positive("step_time_s", step_time_s)
+        rate = b / step_s
+        if not math.isfinite(rate):  # a subnormal step time: samples/s overflows
+            raise InputError(
+                "step_time_s",
+                f"step_time_s must be >= {b / FLOAT_MAX:.6g} with global_batch={b}: below it the samples per second "
+                f"overflow, got {step_time_s!r}",
+            )
+        return step_s, rate
+    rate = positive("samples_per_s", samples_per_s)
+    step_s = b / rate
+    if not math.isfinite(step_s):
+        raise InputError(
+            "samples_per_s",
+            f"samples_per_s must be >= {b / FLOAT_MAX:.6g} with global_batch={b}: below it the step time "
+            f"overflows, got {samples_per_s!r}",
+        )
+    return step_s, rate
+
+
+@dataclass(frozen=True)
+class _Pricing:
+    """What every fix of one plan is priced against: the baseline's rate and the nightly run."""
+
+    rate: float  # the baseline's samples per second
+    samples_per_night: float
+    window_hours: float
+    price_per_hour_usd: float
+    mixed_precision_step_time_factor: float
+
+
+def _fix(ledger: MemoryLedger, base: str, global_batch: int, recompute: str, pricing: _Pricing) -> Fix | None:
+    """The fix that runs ``global_batch`` on ``ledger`` (in its precision) with ``recompute`` and the fewest
+    accumulation steps that fit; None when no number of steps does."""
+    k = ledger.smallest_accumulation(global_batch, recompute=recompute)
+    if k is None:
+        return None
+    r = ledger.at_global_batch(global_batch, accumulation_steps=k, recompute=recompute)
+    precision = ledger.precision
+    factor = r.step_time_factor * _precision_factor(base, precision, pricing.mixed_precision_step_time_factor)
+    w = nightly_window(pricing.samples_per_night, pricing.rate / factor, pricing.window_hours)
+    return Fix(
+        _name(base, precision, recompute, k, r.microbatch),
+        precision,
+        recompute,
+        k,
+        r.microbatch,
+        r.peak_gb,
+        r.headroom_gb,
+        factor,
+        factor,
+        w.run_hours,
+        w.run_hours * pricing.price_per_hour_usd,
+        w.fits,
+        w.margin_hours,
+        precision != base,
+        recompute == "selective",
+        False,
+    )
+
+
+def _ranked(found: list[Fix], base: str) -> tuple[Fix, ...]:
+    """The fixes cheapest first, each marked redundant when another makes a subset of its changes."""
+
+    def smaller(g: Fix, f: Fix) -> bool:  # g makes a subset of f's changes
+        return (
+            g is not f
+            and g.precision in (base, f.precision)
+            and g.recomputation in ("none", f.recomputation)
+            and g.accumulation_steps <= f.accumulation_steps
+        )
+
+    fixes = [Fix(**{**f.to_dict(), "redundant": any(smaller(g, f) for g in found)}) for f in found]
+    fixes.sort(key=lambda f: (f.relative_cost, f.needs_parity_check, f.name.count("+"), f.peak_gb, f.name))
+    return tuple(fixes)
+
+
 def plan_fixes(
     ledger: MemoryLedger,
     global_batch: int,
@@ -181,81 +269,21 @@ def plan_fixes(
     samples_per_night=14_400_000)`` is the course's case.
     """
     b = integer_at_least("global_batch", global_batch, 1, MAX_MICROBATCH)
-    if (step_time_s is None) == (samples_per_s is None):
-        raise InputError(
-            "step_time_s",
-            f"step_time_s or samples_per_s gives the baseline: give exactly one, got "
-            f"step_time_s={step_time_s!r} and samples_per_s={samples_per_s!r}",
-        )
-    if step_time_s is not None:
-        step_s = positive("step_time_s", step_time_s)
-        rate = b / step_s
-        if not math.isfinite(rate):  # a subnormal step time: samples/s overflows
-            raise InputError(
-                "step_time_s",
-                f"step_time_s must be >= {b / FLOAT_MAX:.6g} with global_batch={b}: below it the samples per second "
-                f"overflow, got {step_time_s!r}",
-            )
-    else:
-        rate = positive("samples_per_s", samples_per_s)
-        step_s = b / rate
-        if not math.isfinite(step_s):
-            raise InputError(
-                "samples_per_s",
-                f"samples_per_s must be >= {b / FLOAT_MAX:.6g} with global_batch={b}: below it the step time "
-                f"overflows, got {samples_per_s!r}",
-            )
+    step_s, rate = _baseline_rate(b, step_time_s, samples_per_s)
     positive("price_per_hour_usd", price_per_hour_usd)
     positive("samples_per_night", samples_per_night)
     positive("mixed_precision_step_time_factor", mixed_precision_step_time_factor)
     base = ledger.precision
     baseline = ledger.at(b)
-    night = nightly_window(samples_per_night, rate, window_hours)
-    found = []
-    for precision in (p for p in PRECISIONS if p == base or ACTIVATION_BYTES[p] < ACTIVATION_BYTES[base]):
-        run = ledger.with_precision(precision)
-        for recompute in RECOMPUTE_MODES:
-            k = run.smallest_accumulation(b, recompute=recompute)
-            if k is None:
-                continue
-            r = run.at_global_batch(b, accumulation_steps=k, recompute=recompute)
-            factor = r.step_time_factor * _precision_factor(base, precision, mixed_precision_step_time_factor)
-            w = nightly_window(samples_per_night, rate / factor, window_hours)
-            found.append(
-                Fix(
-                    _name(base, precision, recompute, k, r.microbatch),
-                    precision,
-                    recompute,
-                    k,
-                    r.microbatch,
-                    r.peak_gb,
-                    r.headroom_gb,
-                    factor,
-                    factor,
-                    w.run_hours,
-                    w.run_hours * price_per_hour_usd,
-                    w.fits,
-                    w.margin_hours,
-                    precision != base,
-                    recompute == "selective",
-                    False,
-                )
-            )
-
+    window = nightly_window(samples_per_night, rate, window_hours)
+    pricing = _Pricing(rate, samples_per_night, window_hours, price_per_hour_usd, mixed_precision_step_time_factor)
+    cheaper = (p for p in PRECISIONS if p == base or ACTIVATION_BYTES[p] < ACTIVATION_BYTES[base])
+    runs = [ledger.with_precision(precision) for precision in cheaper]
+    tried = (_fix(run, base, b, mode, pricing) for run in runs for mode in RECOMPUTE_MODES)
+    found = [f for f in tried if f is not None]
     _check_finite(
-        [1.0] + [f.step_time_factor for f in found], night.run_hours, rate, samples_per_night, price_per_hour_usd
+        [1.0] + [f.step_time_factor for f in found], window.run_hours, rate, samples_per_night, price_per_hour_usd
     )
-
-    def smaller(g: Fix, f: Fix) -> bool:  # g makes a subset of f's changes
-        return (
-            g is not f
-            and g.precision in (base, f.precision)
-            and g.recomputation in ("none", f.recomputation)
-            and g.accumulation_steps <= f.accumulation_steps
-        )
-
-    fixes = [Fix(**{**f.to_dict(), "redundant": any(smaller(g, f) for g in found)}) for f in found]
-    fixes.sort(key=lambda f: (f.relative_cost, f.needs_parity_check, f.name.count("+"), f.peak_gb, f.name))
     return FixPlan(
         b,
         baseline.budget_gb,
@@ -266,12 +294,12 @@ def plan_fixes(
         step_s,
         rate,
         float(price_per_hour_usd),
-        night.window_hours,
+        window.window_hours,
         float(samples_per_night),
-        night.run_hours,
-        night.run_hours * price_per_hour_usd,
-        night.fits,
-        tuple(fixes),
+        window.run_hours,
+        window.run_hours * price_per_hour_usd,
+        window.fits,
+        _ranked(found, base),
     )
 
 

@@ -234,13 +234,17 @@ def _backward_working_bytes(model: nn.Module, inputs: tuple[Any, ...], loss_fn) 
     finally:
         with quiet_profiler_log():
             prof.stop()
-    events = list(prof.profiler.kineto_results.events())
+    results = prof.profiler.kineto_results if prof.profiler is not None else None
+    if results is None:  # a stopped profiler always holds its results
+        raise RuntimeError("the CPU profiler recorded no results for the backward pass")
+    events = list(results.events())
     start = next(e.start_ns() for e in events if e.name() == "gpucost_lab: backward")
-    total, before, peak = 0, None, None
+    total, peak = 0, 0
+    at_start: int | None = None  # the bytes allocated when backward started
     for e in sorted((e for e in events if e.name() == "[memory]"), key=lambda e: e.start_ns()):
-        if before is None and e.start_ns() >= start:
-            before = peak = total
-        total += e.nbytes()
-        if before is not None:
+        if at_start is None and e.start_ns() >= start:
+            at_start = peak = total
+        total += e.nbytes()  # type: ignore[attr-defined]  # a memory event's bytes; torch's stub leaves it out
+        if at_start is not None:
             peak = max(peak, total)
-    return 0 if before is None else max(0, peak - before)
+    return 0 if at_start is None else max(0, peak - at_start)

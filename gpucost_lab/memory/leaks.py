@@ -173,7 +173,8 @@ def detect_retained_graphs(
     nodes_up, nodes_slope = _trend([s.graph_nodes for s in fitted], min_growth_share)
     bytes_up, bytes_slope = _trend([s.graph_bytes for s in fitted], min_growth_share)
     saved_up, _ = _trend([s.saved_bytes for s in fitted], min_growth_share)
-    device_slope = _trend([s.device_allocated_bytes for s in fitted], min_growth_share)[1] if on_cuda else None
+    device_bytes: list[float] = [s.device_allocated_bytes for s in fitted if s.device_allocated_bytes is not None]
+    device_slope = _trend(device_bytes, min_growth_share)[1] if on_cuda else None  # every sample has bytes on CUDA
     leaking = tensors_up or nodes_up or bytes_up
     return LeakReport(
         leaking,

@@ -13,7 +13,7 @@ Activation checkpointing (``checkpointing=True``): each block keeps only its inp
 recomputes one block at a time. The peak is reached while recomputing the last block:
 ``(blocks - 1)`` kept inputs plus one whole block's activations, i.e.
 ``activations per block x ((blocks - 1) x keep + 1)``. The price is a second forward pass per step
-(:data:`RECOMPUTE_STEP_TIME_FACTOR`).
+(:data:`gpucost_lab.memory.figures.RECOMPUTE_STEP_TIME_FACTOR`, why 4/3 beside it).
 
 The other knobs, each with its stated figures and sources in :mod:`gpucost_lab.memory.figures`: ``precision``
 (``fp32``, ``bf16-mixed``, ``fp16-mixed``; :meth:`MemoryLedger.with_precision` converts the activations, and
@@ -57,7 +57,6 @@ from gpucost_lab.memory.figures import (
     SELECTIVE_SAVING_FRACTION,
     accumulation_step_time_factor,
     activation_scale,
-    check_precision,
     check_recompute,
     keep_fraction,
     microbatches,
@@ -65,6 +64,7 @@ from gpucost_lab.memory.figures import (
     static_memory,
 )
 from gpucost_lab.memory.result import LedgerBlock, LedgerResult
+from gpucost_lab.precision import check_precision
 
 __all__ = [
     "COURSE_ACTIVATION_GB_PER_SAMPLE",
@@ -75,7 +75,6 @@ __all__ = [
     "MAX_BUDGET_PER_SAMPLE",
     "MAX_MICROBATCH",
     "MAX_SELECTIVE_EXTRA_COMPUTE",
-    "RECOMPUTE_STEP_TIME_FACTOR",
     "LedgerBlock",
     "LedgerResult",
     "MemoryLedger",
@@ -91,13 +90,8 @@ MAX_MICROBATCH = 10**12
 # Budget and static memory: at most 2**43 times one more sample's memory, where a float resolves a 512th of a sample
 # at the budget's edge (with --static-gb 1e30 --device-gb 1e30 a sample was below the rounding: the search never ended).
 MAX_BUDGET_PER_SAMPLE = 2.0**43
-# Selective recomputation redoes part of what full recomputation does (one more forward: 1/3 of a step), never more.
+# Selective recomputation redoes part of what full recomputation does, never more (RECOMPUTE_STEP_TIME_FACTOR).
 MAX_SELECTIVE_EXTRA_COMPUTE = RECOMPUTE_STEP_TIME_FACTOR - 1.0
-
-# RECOMPUTE_STEP_TIME_FACTOR (from memory_model, re-exported here for the widget and chapter 04), an assumption
-# stated, not measured: recomputing the forward pass adds about one forward to every step, and a forward is about
-# 1/3 of a forward+backward step's FLOPs (backward ~ 2 x forward), so a checkpointed step takes (1 + 1/3) = 4/3 of
-# the time of the step without checkpointing.
 
 
 @dataclass(frozen=True)
@@ -115,12 +109,12 @@ class MemoryLedger:
     blocks: int = 10  # equal-sized blocks the activations accumulate over
     # with checkpointing: a block's input as a fraction of the activations the block saves, in (0, 1]
     checkpoint_keep_fraction: float = 0.1
-    # the precision activation_gb_per_sample is counted in; with_precision converts (memory_model)
+    # the precision activation_gb_per_sample is counted in; with_precision converts (figures)
     precision: str = "fp32"
     # selective recomputation: share of the activations saved, in [0, 1), and the extra compute (Korthikanti 2022)
     selective_saving_fraction: float = SELECTIVE_SAVING_FRACTION
     selective_extra_compute: float = SELECTIVE_EXTRA_COMPUTE
-    # gradient accumulation: per-microbatch overhead over one batch's step time, in [0, 1) (measured, memory_model)
+    # gradient accumulation: per-microbatch overhead over one batch's step time, in [0, 1) (measured, figures)
     microbatch_overhead_fraction: float = MICROBATCH_OVERHEAD_FRACTION
     # The whole step (both 0 by default: the simplified budget above). gradient_gb: the gradients within static_gb
     # that zero_grad() frees between optimizer steps; backward_working_gb_per_sample: what backward holds besides
@@ -326,13 +320,6 @@ class MemoryLedger:
         k = integer_at_least("accumulation_steps", accumulation_steps, 1, MAX_MICROBATCH)
         peak_gb = self.peak_gb(microbatch, recompute=mode, accumulation_steps=k)
         recompute_factor = recompute_step_time_factor(mode, self.selective_extra_compute)
-        knobs = dict(
-            recomputation=mode,
-            precision=self.precision,
-            accumulation_steps=k,
-            global_batch=microbatch * k,
-            step_time_factor=accumulation_step_time_factor(k, self.microbatch_overhead_fraction) * recompute_factor,
-        )
         # the forward's static memory: without the gradients when zero_grad() freed them (the whole step)
         forward_static_gb = self.static_gb - (self.gradient_gb if k == 1 else 0.0)
         if mode != "none":
@@ -344,17 +331,7 @@ class MemoryLedger:
             ]
         rows = [self._row(block, gb, forward_static_gb) for block, gb in enumerate(kept, start=1)]
         backward_row = self._row(self.blocks, peak_gb - self.static_gb)  # backward's peak, above static memory
-        if mode != "none":
-            extras = dict(
-                checkpointing=mode == "full",
-                recompute_step_time_factor=recompute_factor,
-                recompute=backward_row,
-                checkpointing_saves_gb=self.peak_gb(microbatch, accumulation_steps=k) - peak_gb,
-            )
-        elif self.gradient_gb or self.backward_working_gb_per_sample:
-            extras = dict(backward=backward_row)
-        else:
-            extras = {}
+        whole_step = bool(self.gradient_gb or self.backward_working_gb_per_sample)
         return LedgerResult(
             microbatch=microbatch,
             budget_gb=self.budget_gb,
@@ -363,8 +340,16 @@ class MemoryLedger:
             headroom_gb=self.budget_gb - peak_gb,
             max_microbatch=self.max_microbatch(recompute=mode, accumulation_steps=k),
             blocks=tuple(rows),
-            **extras,
-            **knobs,
+            checkpointing=mode == "full",
+            recompute_step_time_factor=recompute_factor,  # 1.0 without recomputation
+            recompute=backward_row if mode != "none" else None,
+            checkpointing_saves_gb=self.peak_gb(microbatch, accumulation_steps=k) - peak_gb if mode != "none" else 0.0,
+            recomputation=mode,
+            precision=self.precision,
+            accumulation_steps=k,
+            global_batch=microbatch * k,
+            step_time_factor=accumulation_step_time_factor(k, self.microbatch_overhead_fraction) * recompute_factor,
+            backward=backward_row if mode == "none" and whole_step else None,
         )
 
     def smallest_accumulation(self, global_batch: int, *, recompute: str = "none") -> int | None:

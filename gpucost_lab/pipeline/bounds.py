@@ -1,8 +1,8 @@
 """The bounds of a measured input-pipeline run (chapter 07, ``gpucost-lab pipeline``), each with its reason.
 
 :func:`check_run` refuses a run whose sizes would keep the command busy past about a minute on the course's 2-core
-CPU, naming the input to lower and its largest value given the others; :mod:`gpucost_lab.pipeline.loader` checks each size
-against its own bound as well.
+CPU, naming the input to lower and its largest value given the others; :mod:`gpucost_lab.pipeline.loader` checks each
+size against its own bound as well.
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 decode and a training step cost on their own.
 
 A change to the loader is judged like any other change in the course: interleaved against the setting it replaces
-(:func:`gpucost_lab.measure.compare.compare_steps`, ABBA/BAAB rounds in a seeded random order), with a verdict that may be
-"inconclusive". The unit timed is one **epoch** of the pipeline (:func:`gpucost_lab.pipeline.loader.run_epoch`: a fresh
-iterator, then every batch fetched and trained on). An epoch, not a step, because a loader works ahead: timed step by
-step, the side waiting for its turn would have its next batches decoded in the background and start its block with
-them ready. A new epoch starts from an empty queue whichever side ran before it (a persistent worker waits for the
+(:func:`gpucost_lab.measure.compare.compare_steps`, ABBA/BAAB rounds in a seeded random order), with a verdict that may
+be "inconclusive". The unit timed is one **epoch** of the pipeline (:func:`gpucost_lab.pipeline.loader.run_epoch`: a
+fresh iterator, then every batch fetched and trained on). An epoch, not a step, because a loader works ahead: timed
+step by step, the side waiting for its turn would have its next batches decoded in the background and start its block
+with them ready. A new epoch starts from an empty queue whichever side ran before it (a persistent worker waits for the
 next epoch's indices), so neither side's block inherits work done during the other's.
 
 Both sides train the same model on bitwise the same batches (:func:`same_batches`), so the
@@ -23,6 +23,7 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 import pandas as pd
 import torch
@@ -150,7 +151,7 @@ class ChangeResult:
         if c is None:
             figures = dict.fromkeys(("baseline_samples_per_s", "candidate_samples_per_s", "time_ratio"), nan)
             figures.update(dict.fromkeys(("ci95_low", "ci95_high"), nan))
-            costs = (nan, nan)
+            costs: tuple[float, ...] = (nan, nan)
         else:
             figures = {
                 "baseline_samples_per_s": c.baseline.units_per_s.geomean,
@@ -205,15 +206,15 @@ def compare_configs(
     change = describe_change(baseline, candidate)
     if inert_changes(baseline, candidate, device):
         return ChangeResult(change, baseline, candidate, None, price_per_hour_usd, device)
-    knobs = dict(batches=batches, device=device, seed=seed, decode_passes=decode_passes)
     contract = epoch_contract(baseline, batches=batches, rounds=rounds, device=device, seed=seed)
+    knobs: dict[str, Any] = {"batches": batches, "device": device, "seed": seed, "decode_passes": decode_passes}
     steps = epoch_step(baseline, **knobs), epoch_step(candidate, **knobs)
     comparison = compare_steps(*steps, contract, rounds=rounds, order_seed=order_seed, clock=clock)
     del steps  # the loaders and their workers go with them
     return ChangeResult(change, baseline, candidate, comparison, price_per_hour_usd, device)
 
 
-def one_change_at_a_time(start: LoaderConfig, changes: Sequence[Mapping[str, object]], **kwargs) -> list[ChangeResult]:
+def one_change_at_a_time(start: LoaderConfig, changes: Sequence[Mapping[str, Any]], **kwargs) -> list[ChangeResult]:
     """Apply ``changes`` in order (each a mapping of LoaderConfig fields), each compared with the setting before.
 
     ``kwargs`` go to :func:`compare_configs`; round orders are drawn from ``order_seed`` + the change's place.

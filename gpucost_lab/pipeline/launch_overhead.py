@@ -28,6 +28,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 import torch
@@ -139,7 +140,7 @@ def compile_model(
     start_s = time.perf_counter()  # the compiler's first import is part of what compiling costs
     hits = _cache_hits()
     with inductor_config.patch(compile_threads=1), torch.no_grad():  # no pool of compile workers to start
-        compiled = torch.compile(model)
+        compiled = cast(torch.nn.Module, torch.compile(model))  # an OptimizedModule, a Module wrapping the model
         out = compiled(example)
     compile_s = time.perf_counter() - start_s
     cache_hit = _cache_hits() > hits

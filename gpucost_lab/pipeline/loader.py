@@ -29,6 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -159,7 +160,7 @@ class LoaderConfig:
 
 def make_loader(dataset: Dataset, config: LoaderConfig, device: str = "cpu") -> DataLoader:
     """The DataLoader ``config`` describes, over ``dataset`` in its order; pinning only where it acts (CUDA)."""
-    kwargs = {}
+    kwargs: dict[str, Any] = {}
     if config.num_workers > 0:
         kwargs = {"persistent_workers": config.persistent_workers}
         if config.prefetch_factor is not None:

@@ -1,28 +1,46 @@
-"""The parity report and the single-seed check (chapter 06, "release the result"; chapter 03 introduces it).
+"""Quality parity before a cheaper run is released (chapter 06, "release the result"; chapter 03 introduces it).
 
-:class:`ParityReport` is what every parity check returns, naming each failed condition; :func:`check_parity` holds
-one candidate run against one baseline run at the same quality target, :func:`compare_to_target` trains both and
-checks, and :func:`price_to_target` prices a candidate only after parity passed. The tolerance per precision,
-:data:`DTYPE_TOLERANCE`, and why each is what it is: :mod:`gpucost_lab.quality.seeds`, whose check over several seeds
-(:func:`gpucost_lab.quality.seeds.check_parity_over_seeds`) is the one a release decision uses. Every name here is
-importable from :mod:`gpucost_lab.quality.seeds` too.
+A faster step is only cheaper if it buys the same quality. :func:`check_parity` holds a candidate (a new
+precision, batch or kernel) against the baseline at the same quality target, and :class:`ParityReport` names every
+condition that failed. One run each (:class:`~gpucost_lab.quality.train.TrainResult`) is the one-seed case: each
+metric is read at the evaluation that first met the target, which two runs that both reach it pass almost by
+construction. Several seeds each (:class:`~gpucost_lab.quality.seeds.SeedRuns`) is the check a release decision
+uses: every seed of both must reach the target within the same fixed step budget, and the candidate's held-out
+metric after that budget, averaged over the seeds, may fall short of the baseline's by at most a declared
+tolerance. :func:`compare_to_target` trains both sides and checks them; only a run that passes is priced
+(:func:`price_to_target`, cost per step x steps to target).
+
+The tolerance is declared per precision in :data:`DTYPE_TOLERANCE`, before the run, never fitted to it:
+
+- fp32, 0.005: two fp32 runs still differ (another seed, another reduction order or thread count), and
+  a held-out accuracy near 0.85 measured on 4,096 samples carries a standard error of
+  sqrt(0.85 x 0.15 / 4096) = 0.0056 by sampling alone; 0.005 is about that.
+- bf16-mixed, 0.01: bfloat16 keeps 8 significant bits (about 2-3 decimal digits, relative rounding
+  up to 2^-8 = 0.4%) in every matmul and activation, so logits near a decision boundary flip and
+  the metric moves more than between fp32 runs.
+- fp16-mixed, 0.01: float16 keeps 11 significant bits but a narrow range (largest 65,504, smallest
+  normal 6.1e-5); the loss scaler skips the steps whose gradients overflow, so the trajectory
+  differs from fp32's as much as bf16's does.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, replace
+from statistics import fmean
 from types import MappingProxyType
 from typing import NamedTuple
 
 from gpucost_lab import cost as _cost
-from gpucost_lab._validate import InputError, fraction, one_of, positive
+from gpucost_lab._validate import InputError, fraction, integer_at_least, one_of, positive
+from gpucost_lab.precision import PRECISIONS
+from gpucost_lab.quality.seeds import MIN_SEEDS, SeedRuns, check_seeds, format_seeds, train_over_seeds
 from gpucost_lab.quality.tasks import ClassificationTask, SequenceTask
-from gpucost_lab.quality.train import PRECISIONS, TrainResult, train_to_target
+from gpucost_lab.quality.train import TrainResult, train_to_target
 
 # Largest allowed shortfall of the candidate's held-out metric below the baseline's, per precision
-# (absolute, in the metric's own units: 0.01 = one percentage point of accuracy). Why: the docstring of
-# gpucost_lab.quality.seeds.
-DTYPE_TOLERANCE = MappingProxyType({"fp32": 0.005, "bf16-autocast": 0.01, "fp16-amp": 0.01})
+# (absolute, in the metric's own units: 0.01 = one percentage point of accuracy). Why: the module doc.
+DTYPE_TOLERANCE = MappingProxyType({"fp32": 0.005, "bf16-mixed": 0.01, "fp16-mixed": 0.01})
 assert set(DTYPE_TOLERANCE) == set(PRECISIONS)
 
 _SLACK = 1e-12  # float rounding in "baseline - tolerance"; far below any metric's resolution
@@ -32,9 +50,9 @@ _SLACK = 1e-12  # float rounding in "baseline - tolerance"; far below any metric
 class ParityReport:
     """Does the candidate buy the same quality as the baseline? Every failed condition is named.
 
-    From :func:`check_parity` (one run each) or :func:`check_parity_over_seeds` (then the metrics are
-    means over the seeds after ``budget_steps`` steps, the steps to target means over the seeds, and
-    the per-seed fields hold each seed's numbers in the order of ``seeds``).
+    From :func:`check_parity`. Over seeds the metrics are means over the seeds after ``budget_steps``
+    steps, the steps to target means over the seeds, and the per-seed fields hold each seed's numbers
+    in the order of ``seeds``; for one run each they keep their defaults.
     """
 
     passed: bool  # both reached the same target and the candidate's metric is within tolerance
@@ -42,14 +60,12 @@ class ParityReport:
     baseline_metric: float  # the baseline's held-out metric where it stopped (over seeds: mean at the budget)
     candidate_metric: float  # the candidate's held-out metric where it stopped (over seeds: mean at the budget)
     tolerance: float  # largest allowed shortfall of candidate_metric below baseline_metric
-    baseline_steps_to_target: (
-        float | None
-    )  # None when the baseline missed the target (over seeds: mean; None if any missed)
+    baseline_steps_to_target: float | None  # None when the baseline missed the target (over seeds: mean, or None)
     candidate_steps_to_target: float | None  # None when the candidate missed the target (over seeds: as the baseline's)
     reasons: tuple[str, ...]  # one sentence per failed condition; empty when passed
     target_accuracy: float  # the candidate's quality target
-    candidate_precision: str  # how the candidate trained, one of PRECISIONS
-    seeds: tuple[int, ...] = ()  # the candidate's seeds, over seeds; () for a single-seed check
+    candidate_precision: str  # how the candidate trained, one of gpucost_lab.precision.PRECISIONS
+    seeds: tuple[int, ...] = ()  # the candidate's seeds, over seeds; () for one run each
     budget_steps: int | None = None  # the fixed step budget the metrics were read at, over seeds
     baseline_metric_per_seed: tuple[float, ...] = ()  # held-out metric after budget_steps, per seed
     candidate_metric_per_seed: tuple[float, ...] = ()
@@ -78,9 +94,23 @@ class ParityReport:
         return d
 
 
-def _budget(result: TrainResult) -> str:
-    steps = result.max_steps if result.max_steps is not None else (result.history[-1][0] if result.history else None)
-    return f"within {steps} steps" if steps is not None else "within its step budget"
+def _runs(name: str, side: object, over_seeds: bool) -> tuple[TrainResult, ...]:
+    """The runs of one side: a one-run check's run, or a seed study's runs (checked to have a step budget)."""
+    if not over_seeds:
+        if not isinstance(side, TrainResult):
+            raise InputError(
+                name, f"{name} must be a TrainResult or a SeedRuns (from train_over_seeds), got {type(side).__name__}"
+            )
+        return (side,)
+    if not isinstance(side, SeedRuns):
+        raise InputError(name, f"{name} must be a SeedRuns (from train_over_seeds), got {type(side).__name__}")
+    if side.budget_steps is None:
+        raise InputError(
+            f"{name}.budget_steps",
+            f"{name}.budget_steps must be an integer, got None: parity across seeds compares the "
+            "metric after a fixed step budget; train with train_over_seeds(..., budget_steps=N)",
+        )
+    return side.runs
 
 
 def _same_goal(baseline: TrainResult, candidate: TrainResult) -> list[str]:
@@ -96,56 +126,128 @@ def _same_goal(baseline: TrainResult, candidate: TrainResult) -> list[str]:
     return reasons
 
 
-def check_parity(
-    baseline: TrainResult, candidate: TrainResult, tolerance: float | None = None, precision: str | None = None
-) -> ParityReport:
-    """Hold ``candidate`` against ``baseline`` at the same quality target: the single-seed check.
-
-    Each run's metric is read where it stopped, the evaluation that first met the target, so two
-    runs that both reach it pass almost by construction; a release decision compares several seeds
-    at a fixed step budget with :func:`check_parity_over_seeds`. Passes only if both runs measure the same
-    metric, aimed at the same target, both reached it, and
-    ``candidate.final_val_accuracy >= baseline.final_val_accuracy - tolerance``. ``tolerance``
-    defaults to :data:`DTYPE_TOLERANCE` of ``precision``, which defaults to the candidate's precision.
-    """
-    if not isinstance(baseline, TrainResult):
-        raise InputError("baseline", f"baseline must be a TrainResult, got {type(baseline).__name__}")
-    if not isinstance(candidate, TrainResult):
-        raise InputError("candidate", f"candidate must be a TrainResult, got {type(candidate).__name__}")
-    precision = one_of("precision", candidate.precision if precision is None else precision, PRECISIONS)
-    if tolerance is None:
-        tolerance = DTYPE_TOLERANCE[precision]
-    tolerance = fraction("tolerance", tolerance, include_zero=True, include_one=False)
-
-    reasons = _same_goal(baseline, candidate)
-    if not baseline.reached:
-        reasons.append(f"baseline did not reach the target {baseline.target_accuracy:g} {_budget(baseline)}")
-    if not candidate.reached:
-        reasons.append(f"candidate did not reach the target {candidate.target_accuracy:g} {_budget(candidate)}")
-    if candidate.final_val_accuracy < baseline.final_val_accuracy - tolerance - _SLACK:
+def _same_study(baseline: SeedRuns, candidate: SeedRuns, min_seeds: int) -> list[str]:
+    """Why two seed studies cannot be compared: another budget, other seeds or too few (empty when they can)."""
+    reasons = []
+    if baseline.budget_steps != candidate.budget_steps:
         reasons.append(
-            f"candidate {candidate.metric} {candidate.final_val_accuracy:.3f} is below baseline "
-            f"{baseline.final_val_accuracy:.3f} - {tolerance:.3f}"
+            f"the step budgets differ: baseline {baseline.budget_steps}, candidate "
+            f"{candidate.budget_steps}; compare after the same number of steps"
         )
-    return ParityReport(
+    if baseline.seeds != candidate.seeds:
+        reasons.append(
+            f"the seeds differ: baseline {format_seeds(baseline.seeds)}, candidate "
+            f"{format_seeds(candidate.seeds)}; compare over the same seeds"
+        )
+    if len(candidate.seeds) < min_seeds:
+        reasons.append(
+            f"only {len(candidate.seeds)} seed{'s' if len(candidate.seeds) > 1 else ''} "
+            f"({format_seeds(candidate.seeds)}); parity across seeds needs at least {min_seeds}"
+        )
+    return reasons
+
+
+def _missed(name: str, runs: tuple[TrainResult, ...], over_seeds: bool) -> str | None:
+    """The reason when a run of one side missed the target (over seeds, naming each seed that did)."""
+    missed = tuple(run.seed for run in runs if not run.reached)
+    if not missed:
+        return None
+    reason = f"{name} did not reach the target {runs[0].target_accuracy:g} {runs[0].budget_text}"
+    if not over_seeds:
+        return reason
+    return f"{reason} with seed{'s' if len(missed) > 1 else ''} {format_seeds(s for s in missed if s is not None)}"
+
+
+def _metric_and_steps(side: TrainResult | SeedRuns) -> tuple[float, float | None]:
+    """The held-out metric compared and the steps to target: a run's where it stopped, or a study's means."""
+    if isinstance(side, TrainResult):
+        return side.final_val_accuracy, side.steps_to_target
+    return side.mean_accuracy_at_budget, fmean(side.steps_to_target_values) if side.reached_all else None
+
+
+def _short(candidate: TrainResult | SeedRuns, cand_metric: float, base_metric: float, tolerance: float) -> str:
+    """The reason when the candidate's metric falls short of the baseline's by more than ``tolerance``."""
+    if isinstance(candidate, TrainResult):
+        what, over = candidate.metric, ""
+    else:
+        what = f"mean {candidate.runs[0].metric} after {candidate.budget_steps} steps"
+        over = f" over seeds {format_seeds(candidate.seeds)}"
+    return f"candidate {what} {cand_metric:.3f}{over} is below baseline {base_metric:.3f} - {tolerance:.3f}"
+
+
+def check_parity(
+    baseline: TrainResult | SeedRuns,
+    candidate: TrainResult | SeedRuns,
+    tolerance: float | None = None,
+    precision: str | None = None,
+    *,
+    min_seeds: int = MIN_SEEDS,
+) -> ParityReport:
+    """Hold ``candidate`` against ``baseline`` at the same quality target: one run each, or one seed study each.
+
+    Passes only if both measure the same metric, aimed at the same target, every run of both reached it, and the
+    candidate's held-out metric >= the baseline's - ``tolerance``. ``tolerance`` defaults to
+    :data:`DTYPE_TOLERANCE` of ``precision``, which defaults to the candidate's precision.
+
+    Two :class:`TrainResult` (from :func:`train_to_target`) are the one-seed case: each metric is read where its
+    run stopped. Two :class:`SeedRuns` (from :func:`train_over_seeds` with ``budget_steps``; ``InputError``
+    without) must also cover the same seeds (at least ``min_seeds``) and the same budget; each seed that missed
+    the target is named, and the metric is the mean over the seeds after the budget.
+    """
+    over_seeds = isinstance(baseline, SeedRuns) or isinstance(candidate, SeedRuns)
+    base_runs, cand_runs = _runs("baseline", baseline, over_seeds), _runs("candidate", candidate, over_seeds)
+    min_seeds = integer_at_least("min_seeds", min_seeds, 1)
+    precision = one_of("precision", cand_runs[0].precision if precision is None else precision, PRECISIONS)
+    tolerance = fraction(
+        "tolerance",
+        DTYPE_TOLERANCE[precision] if tolerance is None else tolerance,
+        include_zero=True,
+        include_one=False,
+    )
+    (base_metric, base_steps), (cand_metric, cand_steps) = _metric_and_steps(baseline), _metric_and_steps(candidate)
+    studies = (baseline, candidate) if isinstance(baseline, SeedRuns) and isinstance(candidate, SeedRuns) else None
+
+    reasons = _same_goal(base_runs[0], cand_runs[0])
+    if studies:
+        reasons += _same_study(*studies, min_seeds)
+    for name, runs in (("baseline", base_runs), ("candidate", cand_runs)):
+        if missed := _missed(name, runs, over_seeds):
+            reasons.append(missed)
+    if cand_metric < base_metric - tolerance - _SLACK:
+        reasons.append(_short(candidate, cand_metric, base_metric, tolerance))
+    report = ParityReport(
         passed=not reasons,
-        metric=candidate.metric,
-        baseline_metric=baseline.final_val_accuracy,
-        candidate_metric=candidate.final_val_accuracy,
+        metric=cand_runs[0].metric,
+        baseline_metric=base_metric,
+        candidate_metric=cand_metric,
         tolerance=tolerance,
-        baseline_steps_to_target=baseline.steps_to_target,
-        candidate_steps_to_target=candidate.steps_to_target,
+        baseline_steps_to_target=base_steps,
+        candidate_steps_to_target=cand_steps,
         reasons=tuple(reasons),
-        target_accuracy=candidate.target_accuracy,
-        candidate_precision=candidate.precision,
+        target_accuracy=cand_runs[0].target_accuracy,
+        candidate_precision=cand_runs[0].precision,
+    )
+    return _with_seeds(report, *studies) if studies else report
+
+
+def _with_seeds(report: ParityReport, baseline: SeedRuns, candidate: SeedRuns) -> ParityReport:
+    """``report`` with each seed's numbers of the two studies."""
+    return replace(
+        report,
+        seeds=candidate.seeds,
+        budget_steps=candidate.budget_steps,
+        baseline_metric_per_seed=baseline.accuracy_at_budget_values,
+        candidate_metric_per_seed=candidate.accuracy_at_budget_values,
+        baseline_steps_per_seed=baseline.steps_to_target_per_seed,
+        candidate_steps_per_seed=candidate.steps_to_target_per_seed,
     )
 
 
-class Comparison(NamedTuple):
-    """Both runs and their parity report, from :func:`compare_to_target`."""
+class ParityRuns(NamedTuple):
+    """Both sides :func:`compare_to_target` trained (one run each, or one seed study each) and their parity."""
 
-    baseline: TrainResult
-    candidate: TrainResult
+    baseline: TrainResult | SeedRuns
+    candidate: TrainResult | SeedRuns
     parity: ParityReport
 
 
@@ -154,15 +256,35 @@ def compare_to_target(
     baseline_kwargs: dict | None = None,
     candidate_kwargs: dict | None = None,
     tolerance: float | None = None,
-) -> Comparison:
-    """Train the baseline and the candidate on ``task`` with :func:`train_to_target` and check parity.
+    *,
+    seeds: Iterable[int] | None = None,
+    budget_steps: int | None = None,
+) -> ParityRuns:
+    """Train the baseline and the candidate on ``task`` and check their parity (:func:`check_parity`).
 
-    Each ``*_kwargs`` is passed to ``train_to_target`` (e.g. ``{"precision": "bf16-autocast"}``); give
-    both the same ``target_accuracy``, or neither to use the task's.
+    Without ``seeds``, one run each with :func:`train_to_target`, each ``*_kwargs`` passed to it (e.g.
+    ``{"precision": "bf16-mixed"}``; give both the same ``target_accuracy``, or neither to use the task's).
+    With ``seeds`` (at least :data:`MIN_SEEDS`), each side over those seeds for ``budget_steps`` steps with
+    :func:`train_over_seeds`, the check a release decision uses.
     """
-    baseline = train_to_target(task, **dict(baseline_kwargs or {}))
-    candidate = train_to_target(task, **dict(candidate_kwargs or {}))
-    return Comparison(baseline, candidate, check_parity(baseline, candidate, tolerance=tolerance))
+    baseline_kwargs, candidate_kwargs = dict(baseline_kwargs or {}), dict(candidate_kwargs or {})
+    baseline: TrainResult | SeedRuns
+    candidate: TrainResult | SeedRuns
+    if seeds is None:
+        budget: dict = {} if budget_steps is None else {"budget_steps": budget_steps}
+        baseline = train_to_target(task, **budget, **baseline_kwargs)
+        candidate = train_to_target(task, **budget, **candidate_kwargs)
+    else:
+        seeds = check_seeds(seeds, MIN_SEEDS)
+        if budget_steps is None:
+            raise InputError(
+                "budget_steps",
+                "budget_steps must be an integer with seeds, got None: parity across seeds compares the metric "
+                "after a fixed step budget",
+            )
+        baseline = train_over_seeds(task, seeds, budget_steps=budget_steps, **baseline_kwargs)
+        candidate = train_over_seeds(task, seeds, budget_steps=budget_steps, **candidate_kwargs)
+    return ParityRuns(baseline, candidate, check_parity(baseline, candidate, tolerance=tolerance))
 
 
 def price_to_target(
@@ -178,11 +300,16 @@ def price_to_target(
             "report.passed",
             f"report.passed must be True before a candidate is priced, got False: {'; '.join(report.reasons)}",
         )
+    base_steps, cand_steps = report.baseline_steps_to_target, report.candidate_steps_to_target
+    if base_steps is None or cand_steps is None:  # a report check_parity passed has both
+        raise InputError(
+            "report", f"report must hold both steps to target to be priced, got {base_steps!r} and {cand_steps!r}"
+        )
     baseline_usd = _cost.cost_to_target_usd(
-        positive("baseline_cost_per_step_usd", baseline_cost_per_step_usd), report.baseline_steps_to_target
+        positive("baseline_cost_per_step_usd", baseline_cost_per_step_usd), base_steps
     )
     candidate_usd = _cost.cost_to_target_usd(
-        positive("candidate_cost_per_step_usd", candidate_cost_per_step_usd), report.candidate_steps_to_target
+        positive("candidate_cost_per_step_usd", candidate_cost_per_step_usd), cand_steps
     )
     relative = candidate_usd / baseline_usd
     return {
@@ -191,3 +318,13 @@ def price_to_target(
         "relative_cost": relative,
         "verdict": _cost.verdict(relative),
     }
+
+
+__all__ = [
+    "DTYPE_TOLERANCE",
+    "ParityReport",
+    "ParityRuns",
+    "check_parity",
+    "compare_to_target",
+    "price_to_target",
+]

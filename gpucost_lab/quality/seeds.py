@@ -1,28 +1,9 @@
-"""Quality parity before a cheaper run is released (chapter 06, "release the result"; chapter 03 introduces it).
+"""One config trained once per seed (chapters 03 and 06): the spread of its steps to target and its quality.
 
-A faster step is only cheaper if it buys the same quality. :func:`check_parity_over_seeds` holds a
-candidate (a new precision, batch or kernel) against the baseline over several seeds
-(:func:`train_over_seeds`, :class:`SeedRuns`): every seed of both must reach the same quality target
-within the same fixed step budget, and the candidate's held-out metric after that budget, averaged
-over the seeds, may fall short of the baseline's by at most a declared tolerance. The per-seed steps
-to target (:attr:`SeedRuns.steps_to_target_values`) are what the cost-to-target interval is built
-from. :func:`check_parity` is the single-seed check: it compares each run's metric at the
-evaluation that first met the target, which two runs that both reach it pass almost by construction.
-Only a run that passes is priced (:func:`price_to_target`, cost per step x steps to target).
-The report, the single-seed check and the pricing live in :mod:`gpucost_lab.quality.parity`, importable
-from here; the checks over seeds are below.
-
-The tolerance is declared per precision in :data:`DTYPE_TOLERANCE`, before the run, never fitted to it:
-
-- fp32, 0.005: two fp32 runs still differ (another seed, another reduction order or thread count), and
-  a held-out accuracy near 0.85 measured on 4,096 samples carries a standard error of
-  sqrt(0.85 x 0.15 / 4096) = 0.0056 by sampling alone; 0.005 is about that.
-- bf16 autocast, 0.01: bfloat16 keeps 8 significant bits (about 2-3 decimal digits, relative rounding
-  up to 2^-8 = 0.4%) in every matmul and activation, so logits near a decision boundary flip and
-  the metric moves more than between fp32 runs.
-- fp16 AMP, 0.01: float16 keeps 11 significant bits but a narrow range (largest 65,504, smallest
-  normal 6.1e-5); the loss scaler skips the steps whose gradients overflow, so the trajectory
-  differs from fp32's as much as bf16's does.
+Steps to target vary from seed to seed, so a cost to target is built from several
+(:attr:`SeedRuns.steps_to_target_values`), and a release decision holds a candidate against the baseline over the
+same seeds at a fixed step budget: :func:`gpucost_lab.quality.parity.check_parity` given two :class:`SeedRuns`
+from :func:`train_over_seeds`.
 """
 
 from __future__ import annotations
@@ -31,38 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from numbers import Integral
 from statistics import fmean
-from typing import NamedTuple
 
-from gpucost_lab._validate import InputError, fraction, integer_at_least, one_of
-from gpucost_lab.quality.parity import (
-    _SLACK,
-    DTYPE_TOLERANCE,
-    Comparison,
-    ParityReport,
-    _budget,
-    _same_goal,
-    check_parity,
-    compare_to_target,
-    price_to_target,
-)
+from gpucost_lab._validate import InputError, integer_at_least
 from gpucost_lab.quality.tasks import ClassificationTask, SequenceTask
-from gpucost_lab.quality.train import PRECISIONS, TrainResult, train_to_target
-
-__all__ = [
-    "DTYPE_TOLERANCE",
-    "MIN_SEEDS",
-    "Comparison",
-    "ParityReport",
-    "SeedComparison",
-    "SeedRuns",
-    "check_parity",
-    "check_parity_over_seeds",
-    "compare_over_seeds",
-    "compare_to_target",
-    "price_to_target",
-    "train_over_seeds",
-]
-
+from gpucost_lab.quality.train import TrainResult, train_to_target
 
 MIN_SEEDS = 3  # fewest seeds a seed study accepts by default: one seed says nothing about the spread
 # Fields every run of one SeedRuns shares: one config, trained once per seed.
@@ -79,7 +32,8 @@ _SAME_CONFIG = (
 )
 
 
-def _seed_list(seeds: Iterable[int]) -> str:
+def format_seeds(seeds: Iterable[int]) -> str:
+    """``0, 1, 2``: seeds as the messages about a seed study list them."""
     return ", ".join(str(s) for s in seeds)
 
 
@@ -119,7 +73,7 @@ class SeedRuns:
     @property
     def seeds(self) -> tuple[int, ...]:
         """Each run's seed (model initialisation and batch order), ascending."""
-        return tuple(run.seed for run in self.runs)
+        return tuple(run.seed for run in self.runs if run.seed is not None)  # every run has one (checked)
 
     @property
     def budget_steps(self) -> int | None:
@@ -134,7 +88,7 @@ class SeedRuns:
     @property
     def missed_seeds(self) -> tuple[int, ...]:
         """The seeds whose run did not meet the target."""
-        return tuple(run.seed for run in self.runs if not run.reached)
+        return tuple(seed for seed, run in zip(self.seeds, self.runs) if not run.reached)
 
     @property
     def steps_to_target_per_seed(self) -> tuple[int | None, ...]:
@@ -148,10 +102,10 @@ class SeedRuns:
             raise InputError(
                 "steps_to_target_values",
                 f"steps_to_target_values needs every seed to reach the target "
-                f"{self.runs[0].target_accuracy:g}, got seeds {_seed_list(self.missed_seeds)} "
-                f"that missed it {_budget(self.runs[0])}",
+                f"{self.runs[0].target_accuracy:g}, got seeds {format_seeds(self.missed_seeds)} "
+                f"that missed it {self.runs[0].budget_text}",
             )
-        return tuple(run.steps_to_target for run in self.runs)
+        return tuple(run.steps_to_target for run in self.runs if run.steps_to_target is not None)
 
     @property
     def accuracy_at_budget_values(self) -> tuple[float, ...]:
@@ -162,7 +116,7 @@ class SeedRuns:
                 "budget_steps must be an integer for accuracy_at_budget_values, got None: "
                 "train with train_over_seeds(..., budget_steps=N)",
             )
-        return tuple(run.accuracy_at_budget for run in self.runs)
+        return tuple(run.accuracy_at_budget for run in self.runs if run.accuracy_at_budget is not None)
 
     @property
     def mean_accuracy_at_budget(self) -> float:
@@ -185,7 +139,8 @@ class SeedRuns:
         }
 
 
-def _check_seeds(seeds: Iterable[int], min_seeds: int) -> tuple[int, ...]:
+def check_seeds(seeds: Iterable[int], min_seeds: int) -> tuple[int, ...]:
+    """``seeds`` as a tuple of ints, if it holds at least ``min_seeds`` distinct integers >= 0."""
     allowed = f"a sequence of at least {min_seeds} distinct integers >= 0"
     if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Iterable):
         raise InputError("seeds", f"seeds must be {allowed}, got {seeds!r}")
@@ -212,10 +167,10 @@ def train_over_seeds(
     Each seed draws its own model initialisation and batch order; the data and held-out set are the
     task's. ``train_kwargs`` go to ``train_to_target`` (``batch_size``, ``lr``, ``hidden``,
     ``precision``, ...; not ``seed``). With ``budget_steps`` every seed trains exactly that many
-    steps and records its held-out metric there, which :func:`check_parity_over_seeds` compares.
-    At least ``min_seeds`` (3) distinct seeds.
+    steps and records its held-out metric there, which :func:`gpucost_lab.quality.parity.check_parity`
+    compares. At least ``min_seeds`` (3) distinct seeds.
     """
-    seeds = _check_seeds(seeds, integer_at_least("min_seeds", min_seeds, 1))
+    seeds = check_seeds(seeds, integer_at_least("min_seeds", min_seeds, 1))
     if "seed" in train_kwargs:
         raise InputError(
             "seed",
@@ -224,121 +179,4 @@ def train_over_seeds(
     return SeedRuns(tuple(train_to_target(task, seed=s, budget_steps=budget_steps, **train_kwargs) for s in seeds))
 
 
-def _missed(name: str, runs: SeedRuns) -> str:
-    missed = runs.missed_seeds
-    return (
-        f"{name} did not reach the target {runs.runs[0].target_accuracy:g} {_budget(runs.runs[0])} "
-        f"with seed{'s' if len(missed) > 1 else ''} {_seed_list(missed)}"
-    )
-
-
-def check_parity_over_seeds(
-    baseline: SeedRuns,
-    candidate: SeedRuns,
-    tolerance: float | None = None,
-    precision: str | None = None,
-    *,
-    min_seeds: int = MIN_SEEDS,
-) -> ParityReport:
-    """Hold ``candidate`` against ``baseline`` over the same seeds at the same fixed step budget.
-
-    Both must come from :func:`train_over_seeds` with the same ``budget_steps`` (else ``ValueError``
-    when either has none). Passes only if both measure the same metric, aimed at the same target,
-    over the same seeds (at least ``min_seeds``) and the same budget, every seed of both met the target
-    within the budget (each seed that missed is named), and the candidate's mean held-out metric
-    after the budget is >= the baseline's mean - ``tolerance``. ``tolerance`` defaults to
-    :data:`DTYPE_TOLERANCE` of ``precision``, which defaults to the candidate's precision.
-    """
-    for name, runs in (("baseline", baseline), ("candidate", candidate)):
-        if not isinstance(runs, SeedRuns):
-            raise InputError(name, f"{name} must be a SeedRuns (from train_over_seeds), got {type(runs).__name__}")
-        if runs.budget_steps is None:
-            raise InputError(
-                f"{name}.budget_steps",
-                f"{name}.budget_steps must be an integer, got None: parity across seeds compares the "
-                "metric after a fixed step budget; train with train_over_seeds(..., budget_steps=N)",
-            )
-    min_seeds = integer_at_least("min_seeds", min_seeds, 1)
-    first, cand_first = baseline.runs[0], candidate.runs[0]
-    precision = one_of("precision", cand_first.precision if precision is None else precision, PRECISIONS)
-    tolerance = fraction(
-        "tolerance",
-        DTYPE_TOLERANCE[precision] if tolerance is None else tolerance,
-        include_zero=True,
-        include_one=False,
-    )
-    base_mean, cand_mean = baseline.mean_accuracy_at_budget, candidate.mean_accuracy_at_budget
-
-    reasons = _same_goal(first, cand_first)
-    if baseline.budget_steps != candidate.budget_steps:
-        reasons.append(
-            f"the step budgets differ: baseline {baseline.budget_steps}, candidate "
-            f"{candidate.budget_steps}; compare after the same number of steps"
-        )
-    if baseline.seeds != candidate.seeds:
-        reasons.append(
-            f"the seeds differ: baseline {_seed_list(baseline.seeds)}, candidate "
-            f"{_seed_list(candidate.seeds)}; compare over the same seeds"
-        )
-    if len(candidate.seeds) < min_seeds:
-        reasons.append(
-            f"only {len(candidate.seeds)} seed{'s' if len(candidate.seeds) > 1 else ''} "
-            f"({_seed_list(candidate.seeds)}); parity across seeds needs at least {min_seeds}"
-        )
-    for name, runs in (("baseline", baseline), ("candidate", candidate)):
-        if not runs.reached_all:
-            reasons.append(_missed(name, runs))
-    if cand_mean < base_mean - tolerance - _SLACK:
-        reasons.append(
-            f"candidate mean {cand_first.metric} after {candidate.budget_steps} steps {cand_mean:.3f} "
-            f"over seeds {_seed_list(candidate.seeds)} is below baseline {base_mean:.3f} - {tolerance:.3f}"
-        )
-
-    def mean_steps(runs: SeedRuns) -> float | None:
-        return fmean(runs.steps_to_target_values) if runs.reached_all else None
-
-    return ParityReport(
-        passed=not reasons,
-        metric=cand_first.metric,
-        baseline_metric=base_mean,
-        candidate_metric=cand_mean,
-        tolerance=tolerance,
-        baseline_steps_to_target=mean_steps(baseline),
-        candidate_steps_to_target=mean_steps(candidate),
-        reasons=tuple(reasons),
-        target_accuracy=cand_first.target_accuracy,
-        candidate_precision=cand_first.precision,
-        seeds=candidate.seeds,
-        budget_steps=candidate.budget_steps,
-        baseline_metric_per_seed=baseline.accuracy_at_budget_values,
-        candidate_metric_per_seed=candidate.accuracy_at_budget_values,
-        baseline_steps_per_seed=baseline.steps_to_target_per_seed,
-        candidate_steps_per_seed=candidate.steps_to_target_per_seed,
-    )
-
-
-class SeedComparison(NamedTuple):
-    """Both seed studies and their parity report, from :func:`compare_over_seeds`."""
-
-    baseline: SeedRuns
-    candidate: SeedRuns
-    parity: ParityReport
-
-
-def compare_over_seeds(
-    task: ClassificationTask | SequenceTask,
-    baseline_kwargs: dict | None = None,
-    candidate_kwargs: dict | None = None,
-    *,
-    budget_steps: int,
-    seeds: Iterable[int] = (0, 1, 2),
-    tolerance: float | None = None,
-) -> SeedComparison:
-    """Train baseline and candidate over ``seeds`` for ``budget_steps`` steps each and check parity across seeds.
-
-    Each ``*_kwargs`` is passed to :func:`train_over_seeds` (e.g. ``{"precision": "bf16-autocast"}``).
-    """
-    seeds = _check_seeds(seeds, MIN_SEEDS)
-    baseline = train_over_seeds(task, seeds, budget_steps=budget_steps, **dict(baseline_kwargs or {}))
-    candidate = train_over_seeds(task, seeds, budget_steps=budget_steps, **dict(candidate_kwargs or {}))
-    return SeedComparison(baseline, candidate, check_parity_over_seeds(baseline, candidate, tolerance=tolerance))
+__all__ = ["MIN_SEEDS", "SeedRuns", "check_seeds", "format_seeds", "train_over_seeds"]

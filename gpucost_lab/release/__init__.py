@@ -1,10 +1,9 @@
 """Release the result (chapter 06): a release gate that promotes a candidate only when it is safe
 (:mod:`~gpucost_lab.release.gate`), and a registry that remembers what is in production
-(:mod:`~gpucost_lab.release.registry`). Both sides of a decision are :class:`~gpucost_lab.release.candidate.CandidateResult`.
+(:mod:`~gpucost_lab.release.registry`). Both sides of a decision are
+:class:`~gpucost_lab.release.candidate.CandidateResult`.
 """
 
-from gpucost_lab.atomic import atomic_write, atomic_write_text
-from gpucost_lab.formatting import format_bytes, format_hours, format_ratio
 from gpucost_lab.release.candidate import CandidateResult
 from gpucost_lab.release.gate import ACTIONS, CHECKS, Decision, gate
 from gpucost_lab.release.registry import REGISTRY_FORMAT, REGISTRY_VERSION, Registry
@@ -17,10 +16,5 @@ __all__ = [
     "CandidateResult",
     "Decision",
     "Registry",
-    "atomic_write",
-    "atomic_write_text",
-    "format_bytes",
-    "format_hours",
-    "format_ratio",
     "gate",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from gpucost_lab._validate import InputError, integer_at_least, positive
+from gpucost_lab._validate import InputError, integer_at_least, non_empty_text, positive
 from gpucost_lab.measure.contract import BenchmarkContract
 from gpucost_lab.stats import Estimate, Interval
 
@@ -38,7 +38,7 @@ class CandidateResult:
     parity_summary: str | None = None  # e.g. "reference"; None: said from parity_passed and parity_reasons
 
     def __post_init__(self) -> None:
-        _text("name", self.name)
+        non_empty_text("name", self.name)
         if not isinstance(self.contract, BenchmarkContract):
             raise InputError("contract", f"contract must be a BenchmarkContract, got {type(self.contract).__name__}")
         if not isinstance(self.cost_to_target_usd, (Estimate, Interval)):
@@ -64,7 +64,7 @@ class CandidateResult:
         if self.steps_to_target is not None:
             object.__setattr__(self, "steps_to_target", positive("steps_to_target", self.steps_to_target))
         if self.parity_summary is not None:
-            _text("parity_summary", self.parity_summary)
+            non_empty_text("parity_summary", self.parity_summary)
 
     @property
     def parity(self) -> str:
@@ -82,12 +82,6 @@ class CandidateResult:
             if getattr(self, attr) is None:
                 raise ValueError(f"{name}.{attr} must be given for a report, got None")
         return self
-
-
-def _text(name: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(name, f"{name} must be a non-empty string, got {value!r}")
-    return value
 
 
 __all__ = ["REPORT_FIELDS", "CandidateResult"]

@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 
 from gpucost_lab._validate import InputError, integer_at_least, one_of, positive
-from gpucost_lab.formatting import _pair, format_bytes, format_hours
+from gpucost_lab.formatting import format_bytes, format_hours, format_pair
 from gpucost_lab.measure.contract import ContractMismatch
 from gpucost_lab.release.candidate import CandidateResult
-from gpucost_lab.stats import Estimate, RatioVerdict, ratio_interval
+from gpucost_lab.stats import Estimate, Interval, RatioVerdict, ratio_interval
 
 ACTIONS = ("promote", "fallback")
 # The gate's checks, in the order they are reported.
@@ -130,6 +130,62 @@ def _contract_check(baseline: CandidateResult, candidate: CandidateResult, allow
     return True, "contract: same"
 
 
+def _parity_check(candidate: CandidateResult) -> tuple[bool, str]:
+    found = "; ".join(candidate.parity_reasons)
+    if candidate.parity_passed:
+        return True, "parity: passed" + (f" ({found})" if found else "")
+    return False, "parity: failed" + (f" ({found})" if found else " (no reason given)")
+
+
+def _memory_check(candidate: CandidateResult, budget_bytes: int) -> tuple[bool, str]:
+    fits = candidate.peak_memory_bytes <= budget_bytes
+    peak, budget = format_pair(candidate.peak_memory_bytes, budget_bytes, format_bytes, lambda b: f"{b:,} bytes")
+    return fits, f"memory: {peak} {'<=' if fits else '>'} {budget} budget"
+
+
+def _window_check(candidate: CandidateResult, window_hours: float) -> tuple[bool, str]:
+    fits = candidate.run_hours <= window_hours
+    run, window = format_pair(candidate.run_hours, window_hours, format_hours, lambda h: f"{h!r} h")
+    return fits, f"window: run {run} {'<=' if fits else '>'} {window} window"
+
+
+def _cost_check(
+    baseline: CandidateResult, candidate: CandidateResult, cost: RatioVerdict | None
+) -> tuple[bool, str, Interval]:
+    """Whether the candidate is cheaper to the target with 95% confidence, why, and the ratio with its interval."""
+    comparison = cost if cost is not None else _independent_cost(baseline, candidate)
+    reason = comparison.reason.removeprefix("cost to target ").replace(
+        "x (95% interval", "x baseline cost to target (95% interval", 1
+    )
+    return comparison.verdict == "cheaper", "cost: " + reason, comparison.interval
+
+
+def _gate_inputs(
+    baseline: CandidateResult,
+    candidate: CandidateResult,
+    budget_bytes: int,
+    window_hours: float,
+    allow: Iterable[str],
+    fallback: str | None,
+) -> tuple[int, tuple[str, ...]]:
+    """:func:`gate`'s arguments checked: the budget as an int and ``allow`` as a tuple."""
+    for name, result in (("baseline", baseline), ("candidate", candidate)):
+        if not isinstance(result, CandidateResult):
+            raise InputError(name, f"{name} must be a CandidateResult, got {type(result).__name__}")
+    if candidate.name == baseline.name:
+        raise InputError(
+            "candidate.name", f"candidate.name must differ from baseline.name, got {candidate.name!r} for both"
+        )
+    budget = integer_at_least("budget_bytes", budget_bytes, 1)
+    positive("window_hours", window_hours)
+    allowed = (allow,) if isinstance(allow, str) else tuple(allow)
+    if fallback is not None and (not isinstance(fallback, str) or not fallback.strip()):
+        raise InputError("fallback", f"fallback must be a release name or None, got {fallback!r}")
+    if fallback == candidate.name:
+        raise InputError("fallback", f"fallback must not be the candidate it replaces, got {fallback!r}")
+    return budget, allowed
+
+
 def gate(
     baseline: CandidateResult,
     candidate: CandidateResult,
@@ -147,57 +203,27 @@ def gate(
     is unsafe (default: the baseline's name), ``cost`` the interleaved comparison's cost-to-target ratio
     (without it, both ``cost_to_target_usd`` must be Estimates, compared as independent samples).
     """
-    for name, result in (("baseline", baseline), ("candidate", candidate)):
-        if not isinstance(result, CandidateResult):
-            raise InputError(name, f"{name} must be a CandidateResult, got {type(result).__name__}")
-    if candidate.name == baseline.name:
-        raise InputError(
-            "candidate.name", f"candidate.name must differ from baseline.name, got {candidate.name!r} for both"
-        )
-    budget_bytes = integer_at_least("budget_bytes", budget_bytes, 1)
-    positive("window_hours", window_hours)
-    allow = (allow,) if isinstance(allow, str) else tuple(allow)
-    if fallback is not None and (not isinstance(fallback, str) or not fallback.strip()):
-        raise InputError("fallback", f"fallback must be a release name or None, got {fallback!r}")
-    if fallback == candidate.name:
-        raise InputError("fallback", f"fallback must not be the candidate it replaces, got {fallback!r}")
-
+    budget_bytes, allowed = _gate_inputs(baseline, candidate, budget_bytes, window_hours, allow, fallback)
     checks: dict[str, bool] = {}
     reasons: list[str] = []
+    for name, (passed, reason) in (
+        ("contract", _contract_check(baseline, candidate, allowed)),
+        ("parity", _parity_check(candidate)),
+        ("memory", _memory_check(candidate, budget_bytes)),
+        ("window", _window_check(candidate, window_hours)),
+    ):
+        checks[name] = passed
+        reasons.append(reason)
 
-    checks["contract"], reason = _contract_check(baseline, candidate, allow)
-    reasons.append(reason)
-
-    checks["parity"] = candidate.parity_passed
-    found = "; ".join(candidate.parity_reasons)
-    if candidate.parity_passed:
-        reasons.append("parity: passed" + (f" ({found})" if found else ""))
-    else:
-        reasons.append("parity: failed" + (f" ({found})" if found else " (no reason given)"))
-
-    checks["memory"] = candidate.peak_memory_bytes <= budget_bytes
-    peak, budget = _pair(candidate.peak_memory_bytes, budget_bytes, format_bytes, lambda b: f"{b:,} bytes")
-    reasons.append(f"memory: {peak} {'<=' if checks['memory'] else '>'} {budget} budget")
-
-    checks["window"] = candidate.run_hours <= window_hours
-    run, window = _pair(candidate.run_hours, window_hours, format_hours, lambda h: f"{h!r} h")
-    reasons.append(f"window: run {run} {'<=' if checks['window'] else '>'} {window} window")
-
-    cost_ratio = cost_ratio_ci95 = None
+    cost_ratio: float | None = None
+    cost_ratio_ci95: tuple[float, float] | None = None
     if not checks["contract"]:
         checks["cost"] = False
         reasons.append("cost: not compared, the contracts differ")
     else:
-        comparison = cost if cost is not None else _independent_cost(baseline, candidate)
-        r, low, high = comparison.interval
-        cost_ratio, cost_ratio_ci95 = r, (low, high)
-        checks["cost"] = comparison.verdict == "cheaper"
-        reasons.append(
-            "cost: "
-            + comparison.reason.removeprefix("cost to target ").replace(
-                "x (95% interval", "x baseline cost to target (95% interval", 1
-            )
-        )
+        checks["cost"], reason, (cost_ratio, low, high) = _cost_check(baseline, candidate, cost)
+        cost_ratio_ci95 = (low, high)
+        reasons.append(reason)
 
     fallback_to = fallback if fallback is not None else baseline.name
     promote = all(checks.values())
@@ -216,6 +242,7 @@ def gate(
 
 def _independent_cost(baseline: CandidateResult, candidate: CandidateResult) -> RatioVerdict:
     """The ratio of two costs to target measured apart: candidate / baseline, as independent samples."""
+    costs: dict[str, Estimate] = {}
     for name, result in (("baseline", baseline), ("candidate", candidate)):
         if not isinstance(result.cost_to_target_usd, Estimate):
             raise InputError(
@@ -223,7 +250,8 @@ def _independent_cost(baseline: CandidateResult, candidate: CandidateResult) -> 
                 f"cost is needed when {name}.cost_to_target_usd is an Interval (a derived figure "
                 "has no repeats to compare): pass Comparison.cost_to_target(...)",
             )
-    return RatioVerdict(ratio_interval(candidate.cost_to_target_usd, baseline.cost_to_target_usd))
+        costs[name] = result.cost_to_target_usd
+    return RatioVerdict(ratio_interval(costs["candidate"], costs["baseline"]))
 
 
-__all__ = ["ACTIONS", "CHECKS", "CandidateResult", "Decision", "gate"]
+__all__ = ["ACTIONS", "CHECKS", "Decision", "gate"]

@@ -22,12 +22,13 @@ from gpucost_lab.measure.timing import Measurement
 from gpucost_lab.memory.figures import DEFAULT_DEVICE_GB, DEFAULT_RESERVE_FRACTION
 from gpucost_lab.memory.from_model import measure_model_memory
 from gpucost_lab.memory.ledger import MemoryLedger
-from gpucost_lab.quality.parity import ParityReport
-from gpucost_lab.quality.seeds import SeedRuns, check_parity_over_seeds, train_over_seeds
+from gpucost_lab.quality.parity import ParityReport, check_parity
+from gpucost_lab.quality.seeds import SeedRuns, train_over_seeds
 from gpucost_lab.quality.tasks import ClassificationTask
 from gpucost_lab.quality.train import TrainingStep
-from gpucost_lab.release import Decision, Registry, gate
 from gpucost_lab.release.candidate import CandidateResult
+from gpucost_lab.release.gate import Decision, gate
+from gpucost_lab.release.registry import Registry
 from gpucost_lab.release.report import ReportData
 from gpucost_lab.stats import Estimate, Interval, RatioVerdict
 
@@ -54,7 +55,7 @@ CANDIDATES = {
         note="twice the batch with the learning rate scaled with it",
     ),
     "bf16-autocast": Config(
-        precision="bf16-autocast",
+        precision="bf16-mixed",
         changes=("dtype",),
         note="bf16 autocast; on CPUs without bf16 matrix units it is slower per step",
     ),
@@ -175,17 +176,23 @@ class PlanResult:
         one_of("side", side, ("baseline", "candidate"))
         return self.baseline_release if side == "baseline" else self.candidate_release
 
-    def cost_to_target_usd(self, side: str) -> Interval:
+    def cost_to_target_usd(self, side: str) -> Estimate | Interval:
         """Cost to target of ``"baseline"`` or ``"candidate"``: its interleaved blocks' cost per step x steps
         per seed."""
         return self._release(side).cost_to_target_usd
+
+    def _samples_per_s(self, side: str) -> Estimate:
+        """Throughput of ``"baseline"`` or ``"candidate"`` as timed beside the other (samples/s)."""
+        rate = self._release(side).samples_per_s
+        assert rate is not None  # RunPlan.release records it
+        return rate
 
     def to_dict(self) -> dict:
         c = self.decision
         sides = {"baseline": self.baseline, "candidate": self.candidate}
         return {
             **{
-                side: {**run.to_dict(), "samples_per_second": self._release(side).samples_per_s.to_dict()}
+                side: {**run.to_dict(), "samples_per_second": self._samples_per_s(side).to_dict()}
                 for side, run in sides.items()
             },
             "timing": self.comparison.to_dict(),
@@ -271,7 +278,7 @@ def measure_config(name: str, config: Config, *, task: ClassificationTask | None
 
 
 def _dtype(config: Config) -> str:
-    return "bfloat16" if config.precision == "bf16-autocast" else "float32"
+    return "bfloat16" if config.precision == "bf16-mixed" else "float32"
 
 
 def check_rounds(rounds: int) -> int:
@@ -303,7 +310,7 @@ def run_plan(
         base.step, cand.step, base.contract, candidate_contract=cand.contract, allow=changes, rounds=rounds
     )
     to_target = comparison.cost_to_target(base.steps_to_target_per_seed, cand.steps_to_target_per_seed)
-    parity = check_parity_over_seeds(base.seeds, cand.seeds)
+    parity = check_parity(base.seeds, cand.seeds)
     budget_bytes = int(
         MemoryLedger(
             static_gb=0, activation_gb_per_sample=1, device_gb=DEVICE_GB, reserve_fraction=RESERVE_FRACTION

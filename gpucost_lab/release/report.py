@@ -27,19 +27,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpucost_lab._validate import InputError, output_file, positive
+from gpucost_lab._validate import InputError, non_empty_text, output_file, positive
 from gpucost_lab.atomic import Pending, atomic_write_text, prepare
-from gpucost_lab.formatting import (
-    format_estimate,
-    format_estimates,
-    format_memory,
-    format_number,
-    format_ratio,
-    format_steps,
-)
+from gpucost_lab.formatting import format_estimates, format_memory, format_ratio, format_steps
 from gpucost_lab.measure.contract import BenchmarkContract
-from gpucost_lab.release import Decision
 from gpucost_lab.release.candidate import CandidateResult
+from gpucost_lab.release.gate import Decision
+from gpucost_lab.stats import Estimate
 
 REPORT_SUFFIXES = (".md", ".html", ".htm")
 
@@ -59,8 +53,8 @@ class ReportData:
     quality_target: str | None = None  # e.g. "validation accuracy >= 0.90"
 
     def __post_init__(self) -> None:
-        _text("title", self.title)
-        _text("throughput_method", self.throughput_method)
+        non_empty_text("title", self.title)
+        non_empty_text("throughput_method", self.throughput_method)
         positive("price_per_hour_usd", self.price_per_hour_usd)
         for name in ("contract", "candidate_contract"):
             value = getattr(self, name)
@@ -84,13 +78,7 @@ class ReportData:
                 f"{self.candidate.name!r}, got {self.decision.baseline!r} and {self.decision.candidate!r}",
             )
         if self.quality_target is not None:
-            _text("quality_target", self.quality_target)
-
-
-def _text(name: str, value: object) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise InputError(name, f"{name} must be a non-empty string, got {value!r}")
-    return value
+            non_empty_text("quality_target", self.quality_target)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -111,14 +99,13 @@ def _headline(data: ReportData) -> str:
     return f"Decision: fall back to {d.to}; {d.candidate} is not released."
 
 
-def _tables(data: ReportData) -> list[_Table]:
-    d, c = data.decision, data.contract
-    if d.cost_ratio is None:
+def _decision_table(d: Decision) -> _Table:
+    if d.cost_ratio is None or d.cost_ratio_ci95 is None:  # a Decision has both or neither
         ratio = "not compared: the contracts differ"
     else:
         low, high = d.cost_ratio_ci95
         ratio = f"{format_ratio(d.cost_ratio)} (95% CI {format_ratio(low)} to {format_ratio(high)})"
-    decision = _Table(
+    return _Table(
         "Decision",
         ("item", "value"),
         (
@@ -130,11 +117,17 @@ def _tables(data: ReportData) -> list[_Table]:
             ("cost to target, candidate / baseline", ratio),
         ),
     )
-    checks = _Table(
+
+
+def _checks_table(d: Decision) -> _Table:
+    return _Table(
         "Checks",
         ("check", "result", "reason"),
         tuple((name, "passed" if d.checks[name] else "FAILED", reason) for name, reason in zip(d.checks, d.reasons)),
     )
+
+
+def _contract_table(c: BenchmarkContract, candidate_contract: BenchmarkContract | None) -> _Table:
     shapes = ", ".join(" x ".join(str(n) for n in s) for s in c.input_shapes) or "none"
     rows = [
         ("hardware", "CPU", c.cpu_model),
@@ -159,11 +152,14 @@ def _tables(data: ReportData) -> list[_Table]:
         ("workload", "counted unit", f"{c.counted_unit}, {c.units_per_step:,} per step"),
         ("workload", "contract fingerprint", c.fingerprint),
     ]
-    if data.candidate_contract is not None:
-        changes = c.diff(data.candidate_contract)
+    if candidate_contract is not None:
+        changes = c.diff(candidate_contract)
         said = "; ".join(f"{ch.field}: {ch.before!r} -> {ch.after!r}" for ch in changes) or "none"
         rows.append(("candidate", "changed in the candidate's contract", said))
-    contract = _Table("Benchmark contract", ("group", "field", "value"), tuple(rows))
+    return _Table("Benchmark contract", ("group", "field", "value"), tuple(rows))
+
+
+def _method_table(data: ReportData) -> _Table:
     method = [
         ("throughput method", data.throughput_method),
         (
@@ -173,21 +169,40 @@ def _tables(data: ReportData) -> list[_Table]:
     ]
     if data.quality_target is not None:
         method.append(("quality target", data.quality_target))
-    method_table = _Table("Method and assumptions", ("item", "value"), tuple(method))
-    b, k = data.baseline, data.candidate
-    results = _Table(
+    return _Table("Method and assumptions", ("item", "value"), tuple(method))
+
+
+def _shown(result: CandidateResult) -> tuple[Estimate, Estimate, float]:
+    """The fields only a report reads (throughput, cost per sample, steps to target); ReportData made sure of them."""
+    samples_per_s, cost_per_sample, steps = result.samples_per_s, result.cost_per_sample_usd, result.steps_to_target
+    assert samples_per_s is not None and cost_per_sample is not None and steps is not None
+    return samples_per_s, cost_per_sample, steps
+
+
+def _results_table(b: CandidateResult, k: CandidateResult) -> _Table:
+    (b_rate, b_cost, b_steps), (k_rate, k_cost, k_steps) = _shown(b), _shown(k)
+    return _Table(
         "Results",
         ("measure", f"baseline: {b.name}", f"candidate: {k.name}"),
         (
-            ("throughput", *format_estimates([b.samples_per_s, k.samples_per_s], "samples/s")),
-            ("cost per sample", *format_estimates([b.cost_per_sample_usd, k.cost_per_sample_usd], "USD")),
+            ("throughput", *format_estimates([b_rate, k_rate], "samples/s")),
+            ("cost per sample", *format_estimates([b_cost, k_cost], "USD")),
             ("peak memory", format_memory(b.peak_memory_bytes), format_memory(k.peak_memory_bytes)),
-            ("steps to target", format_steps(b.steps_to_target), format_steps(k.steps_to_target)),
+            ("steps to target", format_steps(b_steps), format_steps(k_steps)),
             ("cost to target", *format_estimates([b.cost_to_target_usd, k.cost_to_target_usd], "USD")),
             ("quality parity", b.parity, k.parity),
         ),
     )
-    return [decision, checks, contract, method_table, results]
+
+
+def _tables(data: ReportData) -> list[_Table]:
+    return [
+        _decision_table(data.decision),
+        _checks_table(data.decision),
+        _contract_table(data.contract, data.candidate_contract),
+        _method_table(data),
+        _results_table(data.baseline, data.candidate),
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -297,11 +312,6 @@ def write_report_pending(data: ReportData, path: str | os.PathLike) -> Pending:
 __all__ = [
     "REPORT_SUFFIXES",
     "ReportData",
-    "format_estimate",
-    "format_estimates",
-    "format_memory",
-    "format_number",
-    "format_steps",
     "render_html",
     "render_markdown",
     "report_path",

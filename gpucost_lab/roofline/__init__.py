@@ -3,21 +3,21 @@ without torch); the drawing and the kernels placed on it in :mod:`.plot`, import
 """
 
 from gpucost_lab.roofline.bound import (
-    dtype_name,
-    bytes_per_element,
     Accelerator,
+    LayerCost,
+    PeakChoice,
+    PlausibilityCheck,
+    Roofline,
+    bounding_peak,
+    bytes_per_element,
     catalog,
     catalog_table,
-    lookup,
-    find_accelerator,
-    Roofline,
-    LayerCost,
-    linear_layer_cost,
-    count_flops,
-    PeakChoice,
-    bounding_peak,
-    PlausibilityCheck,
     check_throughput,
+    count_flops,
+    dtype_name,
+    find_accelerator,
+    linear_layer_cost,
+    lookup,
 )
 
 __all__ = [

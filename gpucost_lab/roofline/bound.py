@@ -66,6 +66,11 @@ class Accelerator:
         name = one_of("dtype", dtype_name(dtype), _PEAK_FIELD)
         return getattr(self, _PEAK_FIELD[name]) * 1e12
 
+    def peak_source(self, dtype: str | torch.dtype) -> str:
+        """Where the dense peak for ``dtype`` (as :meth:`peak_flops_per_s` takes it) comes from."""
+        name = one_of("dtype", dtype_name(dtype), _PEAK_FIELD)
+        return self.source_of(_PEAK_FIELD[name])
+
     def roofline(self, dtype: str | torch.dtype) -> Roofline:
         return Roofline(self.peak_flops_per_s(dtype), self.memory_bandwidth_bytes_per_s)
 
@@ -187,7 +192,8 @@ class PeakChoice(NamedTuple):
 
 
 def bounding_peak(contract, convolutions: bool = False) -> PeakChoice:
-    """Which peak bounds a step measured under ``contract`` (a :class:`~gpucost_lab.measure.contract.BenchmarkContract`).
+    """Which peak bounds a step measured under ``contract``
+    (a :class:`~gpucost_lab.measure.contract.BenchmarkContract`).
 
     A float32 step on CUDA may run its matmuls on TF32 tensor cores when the contract's ``float32_matmul`` is
     "tf32", and its cuDNN convolutions when ``float32_conv`` is (set ``convolutions`` when the step convolves).

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from gpucost_lab._validate import positive
-from gpucost_lab.roofline.bound import _PEAK_FIELD, Accelerator, LayerCost, Roofline, dtype_name, lookup
+from gpucost_lab.roofline.bound import Accelerator, LayerCost, Roofline, dtype_name, lookup
 
 TABLE_COLUMNS = [
     "accelerator",
@@ -92,7 +92,7 @@ def roofline_table(
             "ridge_point_flops_per_byte": roof.ridge_point_flops_per_byte,
             "bound": roof.bound(p.intensity_flops_per_byte),
             "attainable_tflops": attainable / 1e12,
-            "peak_source": acc.source_of(_PEAK_FIELD[dtype_name(dtype)]),
+            "peak_source": acc.peak_source(dtype),
         }
         if p.flops is not None:
             row.update(flops=p.flops, min_time_us=p.flops / attainable * 1e6)
@@ -139,22 +139,31 @@ def plot_roofline(
     roof: Roofline = acc.roofline(dtype)
     name = dtype_name(dtype)
     parsed = _points(points)
-    ridge = roof.ridge_point_flops_per_byte
-    peak_t = roof.peak_flops_per_s / 1e12
-    lo, hi = _decade_range([ridge, *(p.intensity_flops_per_byte for p in parsed)])
+    lo, hi = _decade_range([roof.ridge_point_flops_per_byte, *(p.intensity_flops_per_byte for p in parsed)])
     if ax is None:
         _, ax = plt.subplots(figsize=(7.5, 4.5))
     earlier = any(line.get_gid() == "compute-roof" for line in ax.lines)  # a roofline drawn before on this ax
-    previous_xlim, previous_ylim = ax.get_xlim(), ax.get_ylim()
+    previous = (ax.get_xlim(), ax.get_ylim()) if earlier else None
     colour = DTYPE_COLOURS.get(name, "tab:green")
+    _draw_roofs(ax, acc, roof, name, colour, (lo, hi))
+    for p in parsed:
+        _draw_point(ax, roof, p, colour)
+    _frame(ax, acc, roof, parsed, (lo, hi), previous)
+    return ax.figure
 
-    memory_label = f"memory roof: {acc.memory_bandwidth_gb_per_s:g} GB/s x intensity"
+
+def _draw_roofs(ax, acc: Accelerator, roof: Roofline, name: str, colour: str, span: tuple[float, float]) -> None:
+    """The memory roof from ``span``'s low end to the ridge point, the compute roof on to its high end, the ridge
+    point, and their labels."""
+    lo, hi = span
+    ridge = roof.ridge_point_flops_per_byte
+    peak_t = roof.peak_flops_per_s / 1e12
     ax.plot(
         [lo, ridge],
         [lo * roof.bandwidth_bytes_per_s / 1e12, peak_t],
         color=MEMORY_ROOF_COLOUR,
         lw=2,
-        label=memory_label,
+        label=f"memory roof: {acc.memory_bandwidth_gb_per_s:g} GB/s x intensity",
         gid="memory-roof",
     )
     ax.plot(
@@ -175,86 +184,66 @@ def plot_roofline(
         gid="ridge-point",
         label=f"{name} ridge point: {ridge:.4g} FLOP/byte",
     )
+    small = {"textcoords": "offset points", "fontsize": 8}
+    ax.annotate(f"ridge {ridge:.4g} FLOP/B", (ridge, peak_t), xytext=(-6, 8), ha="right", color=colour, **small)
     ax.annotate(
-        f"ridge {ridge:.4g} FLOP/B",
-        (ridge, peak_t),
-        textcoords="offset points",
-        xytext=(-6, 8),
-        ha="right",
-        fontsize=8,
-        color=colour,
-    )
-    ax.annotate(
-        f"{name} peak {_tflops(roof.peak_flops_per_s)}",
-        (hi, peak_t),
-        textcoords="offset points",
-        xytext=(-4, 5),
-        ha="right",
-        fontsize=8,
-        color=colour,
+        f"{name} peak {_tflops(roof.peak_flops_per_s)}", (hi, peak_t), xytext=(-4, 5), ha="right", color=colour, **small
     )
     ax.annotate(
         f"{acc.memory_bandwidth_gb_per_s:g} GB/s",
         (lo * 2, 2 * lo * roof.bandwidth_bytes_per_s / 1e12),
-        textcoords="offset points",
         xytext=(-2, 6),
         ha="left",
-        fontsize=8,
         color=MEMORY_ROOF_COLOUR,
         rotation=30,
         rotation_mode="anchor",
+        **small,
     )
 
-    for p in parsed:
-        attainable_t = roof.attainable_flops_per_s(p.intensity_flops_per_byte) / 1e12
-        ax.plot(
-            [p.intensity_flops_per_byte],
-            [attainable_t],
-            marker="o",
-            color=colour,
-            ls="none",
-            ms=7,
-            gid="point-attainable",
-        )
-        ax.annotate(
-            f"{p.label}: {attainable_t:.3g} TFLOP/s",
-            (p.intensity_flops_per_byte, attainable_t),
-            textcoords="offset points",
-            xytext=(6, -12),
-            fontsize=8,
-        )
-        if p.measured_flops_per_s is not None:
-            measured_t = p.measured_flops_per_s / 1e12
-            ax.plot([p.intensity_flops_per_byte] * 2, [attainable_t, measured_t], ls=":", color=colour, lw=1)
-            ax.plot(
-                [p.intensity_flops_per_byte],
-                [measured_t],
-                marker="o",
-                mfc="white",
-                color=colour,
-                ls="none",
-                ms=7,
-                gid="point-measured",
-            )
-            verdict = (
-                "impossible"
-                if p.measured_flops_per_s > roof.attainable_flops_per_s(p.intensity_flops_per_byte)
-                else "measured"
-            )
-            ax.annotate(
-                f"{verdict}: {measured_t:.3g} TFLOP/s",
-                (p.intensity_flops_per_byte, measured_t),
-                textcoords="offset points",
-                xytext=(6, 2),
-                fontsize=8,
-            )
 
+def _draw_point(ax, roof: Roofline, p: _Point, colour: str) -> None:
+    """One kernel: a filled marker on the roof and, with a measured rate, a hollow one at that rate, joined by a
+    dotted line and labelled "measured" or "impossible"."""
+    x = p.intensity_flops_per_byte
+    attainable_t = roof.attainable_flops_per_s(x) / 1e12
+    ax.plot([x], [attainable_t], marker="o", color=colour, ls="none", ms=7, gid="point-attainable")
+    ax.annotate(
+        f"{p.label}: {attainable_t:.3g} TFLOP/s",
+        (x, attainable_t),
+        textcoords="offset points",
+        xytext=(6, -12),
+        fontsize=8,
+    )
+    if p.measured_flops_per_s is None:
+        return
+    measured_t = p.measured_flops_per_s / 1e12
+    ax.plot([x] * 2, [attainable_t, measured_t], ls=":", color=colour, lw=1)
+    ax.plot([x], [measured_t], marker="o", mfc="white", color=colour, ls="none", ms=7, gid="point-measured")
+    verdict = "impossible" if p.measured_flops_per_s > roof.attainable_flops_per_s(x) else "measured"
+    ax.annotate(
+        f"{verdict}: {measured_t:.3g} TFLOP/s", (x, measured_t), textcoords="offset points", xytext=(6, 2), fontsize=8
+    )
+
+
+def _frame(
+    ax,
+    acc: Accelerator,
+    roof: Roofline,
+    parsed: list[_Point],
+    span: tuple[float, float],
+    previous: tuple[tuple[float, float], tuple[float, float]] | None,
+) -> None:
+    """Log axes spanning the roofs and every measured point (and ``previous``, the limits of a roofline drawn
+    before on this ``ax``), labels, title, a legend with one entry per label, and the grid."""
+    lo, hi = span
     ax.set_xscale("log")
     ax.set_yscale("log")
     measured_t = [p.measured_flops_per_s / 1e12 for p in parsed if p.measured_flops_per_s is not None]
+    peak_t = roof.peak_flops_per_s / 1e12
     xlim = (lo, hi)
     ylim = (min([lo * roof.bandwidth_bytes_per_s / 1e12, *measured_t]) / 1.5, 2.5 * max([peak_t, *measured_t]))
-    if earlier:  # keep what was drawn before in view
+    if previous is not None:  # keep what was drawn before in view
+        previous_xlim, previous_ylim = previous
         xlim = (min(xlim[0], previous_xlim[0]), max(xlim[1], previous_xlim[1]))
         ylim = (min(ylim[0], previous_ylim[0]), max(ylim[1], previous_ylim[1]))
     ax.set_xlim(*xlim)
@@ -266,4 +255,3 @@ def plot_roofline(
     unique = dict(zip(labels, handles))  # the memory roof is one line however many dtypes are drawn
     ax.legend(unique.values(), unique.keys(), fontsize=8, loc="lower right")
     ax.grid(True, which="major", alpha=0.3)
-    return ax.figure

@@ -6,14 +6,14 @@ and the file written (:mod:`.write`).
 from gpucost_lab.simulate.config import (
     ADAM_BYTES_PER_PARAM,
     CHECKPOINT_STATES,
-    MAX_DECODE_US_PER_SAMPLE,
-    MAX_TRACE_EVENTS,
     COPY_LATENCY_US,
     CPU_JITTER,
     DISK_WRITE_BYTES_PER_S,
     KERNEL_LATENCY_US,
     LAUNCH_QUEUE_DEPTH,
     LAUNCH_US,
+    MAX_DECODE_US_PER_SAMPLE,
+    MAX_TRACE_EVENTS,
     MEMCPY_CALL_US,
     NEXT_OVERHEAD_US,
     OP_OVERHEAD_US,
@@ -36,8 +36,8 @@ from gpucost_lab.simulate.trace import (
     PID,
     STREAM,
     TRACE_START_US,
-    TraceLog,
     WORKER_PID_BASE,
+    TraceLog,
     ns,
 )
 from gpucost_lab.simulate.write import phase_totals_us, simulate, trace_bytes, trace_path, write_trace

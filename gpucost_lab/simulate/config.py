@@ -111,7 +111,7 @@ class SimConfig:
         _check_events(self)
         params = self.layers * (self.hidden**2 + self.hidden)
         peak_bytes = params * STATE_BYTES_PER_PARAM + self.batch_size * (
-            self.sample_bytes + (2 * self.layers + 1) * self.hidden * self._element_bytes
+            self.sample_bytes + (2 * self.layers + 1) * self.hidden * self.element_bytes
         )
         if peak_bytes > accelerator.memory_gb * 1e9:
             raise ValueError(
@@ -120,12 +120,14 @@ class SimConfig:
             )
 
     @property
-    def _dtype(self) -> str:
+    def dtype(self) -> str:
+        """The kernels' element type: bfloat16 with mixed precision, else float32."""
         return "bfloat16" if self.mixed_precision else "float32"
 
     @property
-    def _element_bytes(self) -> int:
-        return bytes_per_element(self._dtype)
+    def element_bytes(self) -> int:
+        """Bytes per element of :attr:`dtype` (activations, kernels' reads and writes)."""
+        return bytes_per_element(self.dtype)
 
 
 def trace_events(c: SimConfig) -> int:

@@ -58,11 +58,12 @@ class SimRun(TraceLog):
         self.phase_ns = dict.fromkeys(
             ("data", "h2d_copy", "forward", "backward", "optimizer", "item_sync", "eval", "checkpoint"), 0
         )
-        self.peak_flops_per_s = self.acc.peak_flops_per_s(c._dtype)
-        gemm = linear_layer_cost(c.batch_size, c.hidden, c.hidden, c._dtype, bias=False)  # one matmul, no bias
+        self.peak_flops_per_s = self.acc.peak_flops_per_s(c.dtype)
+        gemm = linear_layer_cost(c.batch_size, c.hidden, c.hidden, c.dtype, bias=False)  # one matmul, no bias
         self.gemm_us = self.kernel_us(gemm.flops, gemm.bytes_moved)
-        self.act_bytes = c.batch_size * c.hidden * c._element_bytes  # one layer's output
-        self.worker_free, self.ready = [0] * c.num_workers, {}
+        self.act_bytes = c.batch_size * c.hidden * c.element_bytes  # one layer's output
+        self.worker_free = [0] * c.num_workers  # when each data-loader worker is free again
+        self.ready: dict[int, int] = {}  # batch -> when its worker has decoded it
         for k in range(min(PREFETCH_FACTOR * c.num_workers, c.steps)):
             self.dispatch(k, 0)
 
@@ -111,7 +112,7 @@ class SimRun(TraceLog):
         """An ``aten::copy_`` issuing one cudaMemcpyAsync (a bare call inside the op ``ext`` when given); a
         blocking one returns when the copy has ended."""
         start, op = self.t, ext is None
-        if op:
+        if ext is None:
             ext = self.new_id()
             self.t += self.cpu(OP_OVERHEAD_US / 2)
         rt_start, corr = self.t, self.new_id()
@@ -216,6 +217,7 @@ class SimRun(TraceLog):
                 alloc=act_bytes,
                 free=() if keep else (pre,),
             )
+            assert pre is not None and out is not None  # both allocate their output
             kept += [pre, out] if keep else [out]
         self.launch(
             "aten::mse_loss", _LOSS, self.kernel_us(2 * act_bytes, 2 * act_bytes), free=() if keep else (kept.pop(),)

@@ -39,7 +39,8 @@ class TraceLog:
         self.end = 0  # the latest end of any event so far
         self.allocated = allocated  # bytes resident before the trace starts
         self.reserved = -(-self.allocated // ALLOCATOR_ROUND_BYTES) * ALLOCATOR_ROUND_BYTES
-        self.next_addr, self.live = 0x7F0000000000 + self.reserved, {}
+        self.next_addr = 0x7F0000000000 + self.reserved
+        self.live: dict[int, int] = {}  # address -> bytes of each block allocated in the trace
 
     def new_id(self) -> int:
         self.ids += 1

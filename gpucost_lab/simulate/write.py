@@ -3,7 +3,8 @@
 Most learners have no GPU, and a CPU-only torch trace has no kernels, copies or CUDA syncs. ``simulate`` runs a
 small discrete-event model of one training process on a simulated clock (no sleeps, no torch) and returns the trace
 a real ``torch.profiler`` export would hold, for ``gpucost_lab.timeline``, Perfetto or TensorBoard to read. Each
-knob of :class:`SimConfig` creates one recognisable bottleneck; :data:`SCENARIOS` names them.
+knob of :class:`~gpucost_lab.simulate.config.SimConfig` creates one recognisable bottleneck;
+:data:`~gpucost_lab.simulate.config.SCENARIOS` names them.
 
 What it models:
 - the main thread: one ``ProfilerStep#N`` per step holding the DataLoader's ``__next__``, the batch's
@@ -31,8 +32,8 @@ is taken to be resident on the GPU), PCIe generations other than 4.0, and kernel
 The same seed and knobs give a byte-identical file.
 
 Where it lives: the knobs and the machine's figures in :mod:`gpucost_lab.simulate.config`, the model itself in
-:mod:`gpucost_lab.simulate.run`, the trace's format in :mod:`gpucost_lab.simulate.trace`; this module runs it and writes the
-file, and every name above is importable from here as well.
+:mod:`gpucost_lab.simulate.run`, the trace's format in :mod:`gpucost_lab.simulate.trace`; this module runs it and
+writes the file.
 """
 
 from __future__ import annotations
@@ -45,38 +46,9 @@ from pathlib import Path
 
 from gpucost_lab._validate import InputError, output_file
 from gpucost_lab.atomic import atomic_write_stream
-from gpucost_lab.simulate.config import (
-    ADAM_BYTES_PER_PARAM,
-    CHECKPOINT_STATES,
-    COPY_LATENCY_US,
-    CPU_JITTER,
-    DISK_WRITE_BYTES_PER_S,
-    KERNEL_LATENCY_US,
-    LAUNCH_QUEUE_DEPTH,
-    LAUNCH_US,
-    MEMCPY_CALL_US,
-    NEXT_OVERHEAD_US,
-    OP_OVERHEAD_US,
-    PAGEABLE_COPY_BYTES_PER_S,
-    PINNED_COPY_BYTES_PER_S,
-    PREFETCH_FACTOR,
-    ROOFLINE_EFFICIENCY,
-    SCENARIOS,
-    STATE_BYTES_PER_PARAM,
-    SYNC_CALL_US,
-    SimConfig,
-)
+from gpucost_lab.simulate.config import SCENARIOS, SimConfig
 from gpucost_lab.simulate.run import SimRun
-from gpucost_lab.simulate.trace import (
-    ALLOCATOR_ROUND_BYTES,
-    DEVICE,
-    GPU_PID,
-    NS_PER_US,
-    PID,
-    STREAM,
-    TRACE_START_US,
-    WORKER_PID_BASE,
-)
+from gpucost_lab.simulate.trace import NS_PER_US
 
 _HEALTHY = SCENARIOS["healthy"]  # the default run: SimConfig()
 
@@ -146,37 +118,4 @@ def write_trace(config: SimConfig, path: str | os.PathLike) -> Path:
     return atomic_write_stream(path, lambda f: _write_json(trace, f, path.name.endswith(".gz")))
 
 
-__all__ = [
-    "SCENARIOS",
-    "SimConfig",
-    "phase_totals_us",
-    "simulate",
-    "trace_bytes",
-    "trace_path",
-    "write_trace",
-    # the simulator's figures (gpucost_lab.simulate.config) and the trace's layout (gpucost_lab.simulate.trace)
-    "ADAM_BYTES_PER_PARAM",
-    "ALLOCATOR_ROUND_BYTES",
-    "CHECKPOINT_STATES",
-    "COPY_LATENCY_US",
-    "CPU_JITTER",
-    "DEVICE",
-    "DISK_WRITE_BYTES_PER_S",
-    "GPU_PID",
-    "KERNEL_LATENCY_US",
-    "LAUNCH_QUEUE_DEPTH",
-    "LAUNCH_US",
-    "MEMCPY_CALL_US",
-    "NEXT_OVERHEAD_US",
-    "OP_OVERHEAD_US",
-    "PAGEABLE_COPY_BYTES_PER_S",
-    "PID",
-    "PINNED_COPY_BYTES_PER_S",
-    "PREFETCH_FACTOR",
-    "ROOFLINE_EFFICIENCY",
-    "STATE_BYTES_PER_PARAM",
-    "STREAM",
-    "SYNC_CALL_US",
-    "TRACE_START_US",
-    "WORKER_PID_BASE",
-]
+__all__ = ["phase_totals_us", "simulate", "trace_bytes", "trace_path", "write_trace"]

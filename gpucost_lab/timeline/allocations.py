@@ -12,13 +12,11 @@ its ``reserved`` bytes (blocks held from the device, in use or cached for reuse)
 an out-of-memory error comes when a request fits neither the cached blocks nor the device.
 """
 
-from __future__ import annotations
-
 import numpy as np
 import pandas as pd
 
 from gpucost_lab.timeline.load import Trace
-from gpucost_lab.timeline.views import _memory, annotations
+from gpucost_lab.timeline.views import annotations, memory_events
 
 COLUMNS = ["phase", "start_us", "duration_us", "at_start_bytes", "peak_bytes", "at_end_bytes", "change_bytes"]
 
@@ -28,7 +26,7 @@ def allocations_by_phase(trace: Trace, device_type: int | None = 0) -> pd.DataFr
     event), ``duration_us``, and the allocator's running total on ``device_type`` (0 CPU, 1 CUDA) at the phase's
     start, its peak inside it and at its end (bytes), and ``change_bytes`` = end - start. The total before the first
     ``[memory]`` event is 0 (nothing allocated since the profiler started)."""
-    mem = _memory(trace, device_type, None, None)
+    mem = memory_events(trace, device_type, None, None)
     if mem.empty:
         raise ValueError(
             f"{trace.path}: no [memory] events on device type {device_type}; profile with "

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from gpucost_lab._validate import one_of
-from gpucost_lab.timeline.load import _DIRECTIONS, Trace
-from gpucost_lab.timeline.views import _select
+from gpucost_lab.timeline.load import COPY_DIRECTIONS, Trace
+from gpucost_lab.timeline.views import select_events
 
 COPY_COLUMNS = ["name", "ts_us", "stream", "bytes", "copy_us", "host_call_us", "waited_us", "overlapped_kernel_us"]
 
@@ -49,8 +49,8 @@ def copy_queueing(
     the copy began: behind the work queued before it on its stream); ``overlapped_kernel_us``: kernel time on
     *other* streams inside the copy (overlapping kernels counted once).
     """
-    one_of("direction", direction, _DIRECTIONS)
-    ev = _select(trace, start_us, end_us)
+    one_of("direction", direction, COPY_DIRECTIONS)
+    ev = select_events(trace, start_us, end_us)
     copies = ev[(ev["kind"] == "memcpy") & ev["name"].str.contains(f"Memcpy {direction}", regex=False)]
     copies = copies.sort_values("ts_us", kind="stable")
     runtime = ev[(ev["kind"] == "runtime") & ev["correlation"].notna()].drop_duplicates("correlation")

@@ -203,6 +203,8 @@ def _line(
     sides: tuple[Side, Side],
     margin: float,
 ) -> DiffLine:
+    """One figure's line: the ratio with its interval on the log scale when each side has two or more samples, all
+    above 0; otherwise the sides' arithmetic means and why there is no interval."""
     subject = _LABELS[metric] if name is None else f"{metric} {name}"
     across = f"across {sides[0].interval_across} before, {sides[1].interval_across} after"
     if len(before) >= 2 and len(after) >= 2 and np.all(before > 0) and np.all(after > 0):
@@ -220,8 +222,17 @@ def _line(
             verdict.verdict,
             f"{verdict.reason} (lower is better; {across}){_more(b, a, verdict, sides)}",
         )
+    return _line_without_interval(metric, name, before, after, subject, across)
+
+
+def _line_without_interval(
+    metric: str, name: str | None, before: np.ndarray, after: np.ndarray, subject: str, across: str
+) -> DiffLine:
+    """The line of a figure the log scale cannot hold (a single sample on a side, or a 0 ms sample): the means of the
+    samples, "inconclusive" unless one side is 0 ms in every sample and the other above 0 in every one."""
     b, a = float(np.mean(before)), float(np.mean(after))
     said = f"{subject}: mean per step {b:.3f} ms before, {a:.3f} ms after"
+    ratio = a / b if a > 0 and b > 0 else None
     if len(before) < 2 or len(after) < 2:
         which = " and ".join(w for w, x in (("before", before), ("after", after)) if len(x) < 2)
         return DiffLine(
@@ -229,7 +240,7 @@ def _line(
             name,
             b,
             a,
-            a / b if a > 0 and b > 0 else None,
+            ratio,
             None,
             None,
             "inconclusive",
@@ -239,28 +250,29 @@ def _line(
     gone, new = np.all(after == 0) and np.all(before > 0), np.all(before == 0) and np.all(after > 0)
     if gone or new:  # an exact 0 over (or under) a positive estimate: the ratio is 0 (infinite) for any value of it
         word, which = ("better", "after") if gone else ("worse", "before")
+        zero = 0.0 if gone else None
         return DiffLine(
             metric,
             name,
             b,
             a,
-            0.0 if gone else None,
-            0.0 if gone else None,
-            0.0 if gone else None,
+            zero,
+            zero,
+            zero,
             word,
             f"{said}: 0 ms {which} in every sample and above 0 in every other one: {word} (lower is better; {across})",
         )
-    zero = " and ".join(w for w, x in (("before", before), ("after", after)) if not np.all(x > 0))
+    zeros = " and ".join(w for w, x in (("before", before), ("after", after)) if not np.all(x > 0))
     return DiffLine(
         metric,
         name,
         b,
         a,
-        a / b if a > 0 and b > 0 else None,
+        ratio,
         None,
         None,
         "inconclusive",
-        f"{said}: {zero} {'have' if ' and ' in zero else 'has'} 0 ms samples, which the log scale cannot "
+        f"{said}: {zeros} {'have' if ' and ' in zeros else 'has'} 0 ms samples, which the log scale cannot "
         f"hold, so no 95% interval",
     )
 
@@ -311,9 +323,10 @@ def diff(before, after, *, top: int = 5, margin: float = EQUIVALENCE_MARGIN) -> 
                 "trace; diff compares traces of one kind"
             )
     figures = {which: [per_step(t) for t in traces] for which, traces in loaded.items()}
-    sides = tuple(
+    before_side, after_side = (
         Side(tuple(t.path for t in loaded[w]), tuple(len(f[0]) for f in figures[w])) for w in ("before", "after")
     )
+    sides = (before_side, after_side)
     lines = [
         _line(
             metric,
@@ -332,7 +345,8 @@ def diff(before, after, *, top: int = 5, margin: float = EQUIVALENCE_MARGIN) -> 
         mean = {n: sum(float(np.mean(_samples([t.get(n, _zeros(t)) for t in per[w]]))) for w in per) for n in names}
         ranked = sorted(names, key=lambda n: (-mean[n], n))
         for n in ranked if key == "phase" else ranked[:top]:
-            lines.append(_line(key, n, *(_samples([t.get(n, _zeros(t)) for t in per[w]]) for w in per), sides, margin))
+            b, a = (_samples([t.get(n, _zeros(t)) for t in per[w]]) for w in ("before", "after"))
+            lines.append(_line(key, n, b, a, sides, margin))
     return TraceDiff(device, sides[0], sides[1], tuple(lines), margin)
 
 

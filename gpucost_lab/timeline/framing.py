@@ -18,6 +18,7 @@ or the document may be a bare array of events (Chrome's "JSON array" format).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import ijson
 import numpy as np
@@ -35,9 +36,9 @@ from gpucost_lab.timeline.limits import (
 )
 
 try:
-    _IJSON = ijson.get_backend("yajl2_c")
+    IJSON_BACKEND = ijson.get_backend("yajl2_c")
 except ImportError:  # pragma: no cover - the pure-Python backend is slower but equivalent
-    _IJSON = ijson
+    IJSON_BACKEND = ijson
 
 BLOCK = 1 << 20  # bytes read at a time; a segment is about this long
 # A segment cut after a "}" without scanning every byte holds no string or run of whitespace longer than itself.
@@ -49,6 +50,15 @@ class MalformedTrace(ValueError):
 
 
 _SPACE = re.compile(rb"[ \t\n\r]*")
+State = tuple[int, bool, bool]  # the scan's state between blocks: nesting depth, inside a string, escaped
+
+
+def _space_end(buf: bytes, pos: int = 0, endpos: int | None = None) -> int:
+    """Where the run of JSON whitespace that starts at ``pos`` ends (before ``endpos``)."""
+    match = _SPACE.match(buf, pos, len(buf) if endpos is None else endpos)
+    return pos if match is None else match.end()  # the pattern matches the empty run too: never None
+
+
 _TOKEN = np.ones(256, dtype=bool)  # bytes of a number or a literal (true, null, ...): all but these
 _TOKEN[list(b' \t\n\r,:[]{}"')] = False
 _WHITESPACE = np.zeros(256, dtype=bool)
@@ -62,7 +72,8 @@ class _Scan:
     comma between events: the pending event with the whitespace around it)."""
 
     def __init__(self, at: int):
-        self.at, self.done, self.state = at, 0, (at, False, False)
+        self.at, self.done = at, 0
+        self.state: State = (at, False, False)
         self.string = self.space = self.since = 0
         self.comma = self.close = -1
 
@@ -103,12 +114,17 @@ class _Outside:
         self.token = check_runs(token, self.token, MAX_STRING_BYTES, path, "a number or literal")
 
 
-def segments(raw, path, max_depth: int = MAX_DEPTH):
+def segments(raw, path, max_depth: int = MAX_DEPTH) -> Iterator[bytes]:
     """Yield the elements of the top-level ``traceEvents`` array(s), or of the document when it is an array, as
     JSON arrays of whole elements (``b"[...]"``), each depth-checked first; ijson checks the rest of the document."""
     parsed = ijson.sendable_list()
-    rest = _IJSON.basic_parse_coro(parsed, use_float=True)  # the document less the events: well-formed, key names
-    buf, state, size, top, at, first, scan, outside = b"", (0, False, False), BLOCK, None, None, True, None, _Outside()
+    # the document less the events: ijson checks it is well-formed and names the keys
+    rest = IJSON_BACKEND.basic_parse_coro(parsed, use_float=True)
+    buf, size, first, outside = b"", BLOCK, True, _Outside()
+    state: State = (0, False, False)
+    top: bytes | None = None  # the document's first byte: b"[" for a bare array of events
+    at: int | None = None  # the depth of the events inside the events array; None outside it
+    scan: _Scan | None = None
     while True:
         data = raw.read(size)
         buf = buf + data if buf else data
@@ -142,12 +158,15 @@ def segments(raw, path, max_depth: int = MAX_DEPTH):
             body = _body(buf, first, end)
             if body is not None:
                 yield body
-            buf, at, state, size, scan = buf[end + 1 :], None, (at - 1, False, False), BLOCK, None
+            state = (at - 1, False, False)  # back outside the events array
+            buf, at, size, scan = buf[end + 1 :], None, BLOCK, None
             continue
-        if scan.comma > _SPACE.match(buf).end():
-            cut = scan.comma
-            yield _body(buf, first, cut)
-            buf, first, size, scan = buf[cut:], False, BLOCK, None
+        if scan.comma > _space_end(buf):
+            comma = scan.comma
+            body = _body(buf, first, comma)
+            if body is not None:  # always: the comma follows an element
+                yield body
+            buf, first, size, scan = buf[comma:], False, BLOCK, None
         elif not data:
             raise MalformedTrace("the file ends inside the traceEvents array (truncated?)")
         else:  # an element longer than the buffer: read more at a time (the scan holds it to the limits)
@@ -155,8 +174,8 @@ def segments(raw, path, max_depth: int = MAX_DEPTH):
 
 
 def _events_start(
-    buf: bytes, path, state, max_depth: int, top, rest, parsed, outside: _Outside
-) -> tuple[tuple | None, tuple]:
+    buf: bytes, path, state: State, max_depth: int, top: bytes | None, rest, parsed: list, outside: _Outside
+) -> tuple[tuple[int, int] | None, State]:
     """``((where, depth), state after buf)``: where in ``buf`` (outside the events, from ``state``) the events
     array opens and its depth, or None; what comes before it goes to ijson (``rest``), which names the key
     before it. Strings and numbers are measured first (``outside``)."""
@@ -209,7 +228,7 @@ def _fast_cut(buf: bytes, at: int, first: bool, path, max_depth: int) -> tuple[i
 def _body(buf: bytes, first: bool, end: int, strict: bool = True) -> bytes | None:
     """The elements in ``buf[:end]`` as a JSON array (after the first segment, led by the comma after the last
     element before); None when there are none, or (``strict=False``) when the comma is missing."""
-    i = _SPACE.match(buf, 0, end).end()
+    i = _space_end(buf, 0, end)
     if i == end:
         return None
     if not first:
@@ -217,7 +236,7 @@ def _body(buf: bytes, first: bool, end: int, strict: bool = True) -> bytes | Non
             if strict:
                 raise MalformedTrace("expected ',' between trace events")
             return None
-        i = _SPACE.match(buf, i + 1, end).end()
+        i = _space_end(buf, i + 1, end)
         if i == end:
             if strict:
                 raise MalformedTrace("a ',' after the last trace event")

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from gpucost_lab._validate import non_negative
-from gpucost_lab.timeline.load import _GPU_WORK, Trace, _clip, _window
-from gpucost_lab.timeline.views import _launched_before_last_step, _select
+from gpucost_lab.timeline.load import GPU_WORK, Trace, clip_events, window_bounds
+from gpucost_lab.timeline.views import launched_before_last_step, select_events
 
 IDLE_CATEGORIES = ("host_wait", "kernel_wait", "other")
 CONSECUTIVE_KERNEL_DELAY_US = 30.0  # HTA's default (its docstring says ns; it compares it with microsecond times)
@@ -45,12 +45,12 @@ def _launch_times(events: pd.DataFrame) -> pd.Series:
 def _gaps(trace: Trace, delay_us: float, include_last_step: bool, start_us, end_us) -> tuple[pd.DataFrame, list]:
     """The categorized gaps and the streams holding GPU operations."""
     non_negative("consecutive_kernel_delay_us", delay_us)
-    _select(trace, start_us, end_us)  # an empty window fails here, naming the file
+    select_events(trace, start_us, end_us)  # an empty window fails here, naming the file
     ev = trace.events
-    work = ev[ev["kind"].isin(_GPU_WORK) & ev["stream"].notna()]
+    work = ev[ev["kind"].isin(GPU_WORK) & ev["stream"].notna()]
     if not include_last_step:
-        work = _launched_before_last_step(ev, work)
-    work = _clip(work, *_window(start_us, end_us))
+        work = launched_before_last_step(ev, work)
+    work = clip_events(work, *window_bounds(start_us, end_us))
     work = work.sort_values(["stream", "ts_us"], kind="stable")
     stream = work["stream"].to_numpy(np.int64)
     start = work["ts_us"].to_numpy(float)

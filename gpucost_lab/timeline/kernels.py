@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 
 from gpucost_lab._validate import integer_at_least
-from gpucost_lab.timeline.load import _GPU_WORK, Trace, _clip, _window
-from gpucost_lab.timeline.views import _launched_before_last_step, _runs, _select
+from gpucost_lab.timeline.load import GPU_WORK, Trace, clip_events, window_bounds
+from gpucost_lab.timeline.views import busy_runs, launched_before_last_step, select_events
 
 KERNEL_TYPES = ("computation", "communication", "memory")  # the order of the names in an overlap label
 _COMMUNICATION = re.compile(r"(^nccl.*)|(^hip)|(^hccl)|(.*ncclKernel.*)")
@@ -55,12 +55,12 @@ def kernel_type(name: str) -> str:
 
 def _work(trace: Trace, include_last_step: bool, start_us, end_us) -> pd.DataFrame:
     """The GPU operations counted, with a ``kernel_type`` column."""
-    _select(trace, start_us, end_us)  # an empty window fails here, naming the file
+    select_events(trace, start_us, end_us)  # an empty window fails here, naming the file
     ev = trace.events
-    work = ev[ev["kind"].isin(_GPU_WORK)]
+    work = ev[ev["kind"].isin(GPU_WORK)]
     if not include_last_step:
-        work = _launched_before_last_step(ev, work)
-    work = _clip(work, *_window(start_us, end_us))
+        work = launched_before_last_step(ev, work)
+    work = clip_events(work, *window_bounds(start_us, end_us))
     types = {name: kernel_type(name) for name in work["name"].unique()}
     return work.assign(kernel_type=work["name"].map(types).astype(object))
 
@@ -86,7 +86,7 @@ def kernel_breakdown(
     for bit, name in enumerate(KERNEL_TYPES):
         ops = work[work["kernel_type"] == name]
         if len(ops):
-            starts, ends = _runs(ops)[:2]
+            starts, ends = busy_runs(ops)[:2]
             times += [starts, ends]
             steps += [np.full(len(starts), 1 << bit), np.full(len(ends), -(1 << bit))]
     if not times:

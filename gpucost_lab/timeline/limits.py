@@ -1,19 +1,18 @@
 """Checks on a trace file's content, made while :func:`gpucost_lab.timeline.load_trace` streams it.
 
 - **Nesting depth**: a parser keeps state per open level (ijson one prefix string per level, each as long as the
-  path to it, so its memory grows with the square of the depth: 20,000 nested arrays take about 1 GB, a 200 KB
-  file of them tens of GB). The nesting (brackets outside strings) of every byte is counted *before* any parser
-  sees it, and the file is refused beyond :data:`MAX_DEPTH` levels: by :func:`segment_depths` for the segments of
-  events the loader cuts (:mod:`gpucost_lab.timeline.framing`), by :func:`structure` for the rest of the document
-  and by :class:`DepthLimitedReader` for a file read whole.
+  path to it, so its memory grows with the square of the depth; benchmarks/RESULTS.md, "Bad input at full size").
+  The nesting (brackets outside strings) of every byte is counted *before* any parser sees it, and the file is
+  refused beyond :data:`MAX_DEPTH` levels: by :func:`segment_depths` for the segments of events the loader cuts
+  (:mod:`gpucost_lab.timeline.framing`), by :func:`structure` for the rest of the document and by
+  :class:`DepthLimitedReader` for a file read whole.
 - **Event count**: at most :data:`MAX_EVENTS` entries in ``traceEvents`` (``load_trace(max_events=...)`` changes it).
 - **Sizes**: at most :data:`MAX_TRACE_BYTES` of JSON (a gzip file's counted as it is decompressed, so a small file
   cannot unpack into more), no string and no number longer than :data:`MAX_STRING_BYTES`, no run of whitespace between
   events longer than :data:`MAX_WHITESPACE_BYTES` and no event longer than :data:`MAX_EVENT_BYTES`, each checked as
   the bytes arrive (:mod:`gpucost_lab.timeline.framing`): beyond the columns of the events it keeps, the loader holds
-  one pending event and a block of about 1 MB with its scan, whatever the input (a 7.6 MiB event took 43 MB more at
-  peak than a trace of small events). The file must be a regular file: a FIFO, a socket or a device is refused before
-  a byte is read.
+  one pending event and a block of about 1 MB with its scan, whatever the input. The file must be a regular file:
+  a FIFO, a socket or a device is refused before a byte is read.
 - **Event fields**: :func:`event_times` and :func:`event_integers` give an event's numbers, or the reason it is
   skipped (see :data:`SKIP_RULES`); ``load_trace`` counts the skipped events by reason in ``Trace.skipped``.
 """
@@ -63,8 +62,7 @@ class TraceRefused(ValueError):
 class DepthLimitedReader:
     """A binary file wrapper whose ``read`` refuses (:class:`TraceRefused`) data nested deeper than ``max_depth``.
 
-    Brackets inside strings do not count; strings and escapes are followed across chunks. Numpy does the
-    counting, so the check costs about a tenth of the parse.
+    Brackets inside strings do not count; strings and escapes are followed across chunks; numpy does the counting.
     """
 
     def __init__(self, raw, path, max_depth: int = MAX_DEPTH):
@@ -145,7 +143,7 @@ def structure(
 def segment_depths(data: bytes) -> tuple[int, int, int, bool]:
     """``(deepest, shallowest before the last bracket, last, in a string at the end)``: the nesting depths after the
     brackets in ``data`` that lie outside strings, relative to its start, which lies outside any string. Exact, and
-    about five times cheaper than :func:`structure`: escapes are dropped (``\\\\`` pairs, then ``\\"``), then all
+    cheaper than :func:`structure`: escapes are dropped (``\\\\`` pairs, then ``\\"``), then all
     but quotes and brackets, and a bracket is inside a string when an odd number of quotes precede it."""
     if b"\\" in data:  # a run of backslashes starts in a string at an escape: pairs first, then escaped quotes
         data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
@@ -258,7 +256,7 @@ def _integer(args: dict, key: str) -> int | None:
     raise _Skip(f"args.{key} not an integer")
 
 
-def event_integers(kind: str, args: dict) -> tuple | str:
+def event_integers(kind: str, args: dict) -> tuple[int | None, int | None, int | None, int | None, int | None] | str:
     """``(stream, correlation, bytes, total allocated, device type)`` of an event of ``kind`` (None where absent or
     not read for that kind), or why the event is skipped ("args.stream not an integer", ...)."""
     stream, correlation = args.get("stream"), args.get("correlation")

@@ -2,13 +2,7 @@
 
 The events are read a segment of about 1 MB at a time (:mod:`gpucost_lab.timeline.framing`), decoded by msgspec
 into typed structs of the fields kept and gathered into numpy columns (:mod:`gpucost_lab.timeline.reader`); the
-frame is built once, at the end. Decoder chosen on evidence (benchmarks/trace_decoders.py, 1,002,972-event trace,
-264 MB of JSON, medians of 3 interleaved rounds, beside other work: load average 3): msgspec into typed structs
-of the needed fields, a segment at a time, 0.96 s and 91 MB peak RSS; the whole document at once 1.04 s but
-759 MB; ijson's yajl2_c backend 3.64 s for its dicts and still 2.85 s yielding only each event's ts (its floor);
-orjson 6.10 s and 2.3 GB, msgspec untyped 7.27 s and 1.6 GB, the stdlib 7.54 s and 1.3 GB (full dicts of every
-field, no streaming). The whole load is 1.76 s and 242 MB, against 6.6-7.0 s and 510 MB for the ijson
-event-at-a-time loop it replaced on the same machine (benchmarks/RESULTS.md, "Trace loading").
+frame is built once, at the end. Why msgspec, on evidence: benchmarks/RESULTS.md, "Trace loading at scale".
 """
 
 from __future__ import annotations
@@ -29,7 +23,7 @@ import pandas as pd
 from gpucost_lab._validate import InputError, integer_at_least
 from gpucost_lab.timeline.framing import MalformedTrace
 from gpucost_lab.timeline.limits import MAX_EVENTS, MAX_TRACE_BYTES, TraceRefused, no_usable_events, too_large_trace
-from gpucost_lab.timeline.reader import _MISSING, INTS, KINDS, read_events
+from gpucost_lab.timeline.reader import INTS, KINDS, MISSING, read_events
 
 EVENT_COLUMNS = [
     "name",
@@ -47,15 +41,8 @@ EVENT_COLUMNS = [
     "device_type",
     "input_dims",  # a cpu_op's input shapes as compact JSON ("[[128,256],[]]"), "" when not recorded
 ]
-_GPU_WORK = ["kernel", "memcpy", "memset"]
-_HOST_SYNC = [
-    "cudaDeviceSynchronize",
-    "cudaStreamSynchronize",
-    "cudaEventSynchronize",
-    "aten::item",
-    "aten::_local_scalar_dense",
-]
-_DIRECTIONS = ["HtoD", "DtoH", "DtoD", "HtoH", "PtoP"]
+GPU_WORK = ["kernel", "memcpy", "memset"]
+COPY_DIRECTIONS = ["HtoD", "DtoH", "DtoD", "HtoH", "PtoP"]
 _MALFORMED = (ijson.JSONError, MalformedTrace, EOFError, gzip.BadGzipFile, zlib.error, UnicodeDecodeError)
 
 
@@ -86,7 +73,7 @@ class BusyIdle:
 
 
 # ----------------------------------------------------------------------------------------------- loading
-def _window(start_us: float | None, end_us: float | None) -> tuple[float, float]:
+def window_bounds(start_us: float | None, end_us: float | None) -> tuple[float, float]:
     """The window as (lo, hi) absolute microseconds, unbounded where None."""
     for name, value in (("start_us", start_us), ("end_us", end_us)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, Real) or not math.isfinite(value)):
@@ -167,7 +154,7 @@ def _read_columns(
 
 
 def _frame(columns: dict, texts: dict) -> pd.DataFrame:
-    """The events table, sorted (stably) by start; ``_MISSING`` integers become <NA>. Empties ``columns``."""
+    """The events table, sorted (stably) by start; ``MISSING`` integers become <NA>. Empties ``columns``."""
     order = np.argsort(columns["ts"], kind="stable")
     texts = {**texts, "kind": list(KINDS)}
     data = {}
@@ -176,13 +163,13 @@ def _frame(columns: dict, texts: dict) -> pd.DataFrame:
         if key in texts:
             data[key] = pd.array(texts[key] or [""], dtype="str").take(raw)
         elif key in INTS:
-            data[key] = pd.arrays.IntegerArray(raw, raw == _MISSING)
+            data[key] = pd.arrays.IntegerArray(raw, raw == MISSING)
         else:
             data[key] = raw
     return pd.DataFrame(data, copy=False)
 
 
-def _clip(events: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
+def clip_events(events: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
     """Events overlapping [lo, hi], their intervals cut to it."""
     if lo == -math.inf and hi == math.inf:
         return events
@@ -194,7 +181,7 @@ def _clip(events: pd.DataFrame, lo: float, hi: float) -> pd.DataFrame:
     return out
 
 
-def _no_events_in_window(path, start_us, end_us, span: tuple[float, float]) -> ValueError:
+def no_events_in_window(path, start_us, end_us, span: tuple[float, float]) -> ValueError:
     return ValueError(
         f"{path}: no events in the window start_us={start_us}, end_us={end_us} "
         f"(the trace's events run from {span[0]:.3f} to {span[1]:.3f} us)"
@@ -221,7 +208,7 @@ def load_trace(
     none. Limits and skip rules: :mod:`gpucost_lab.timeline.limits`.
     """
     path = Path(path)
-    lo, hi = _window(start_us, end_us)
+    lo, hi = window_bounds(start_us, end_us)
     max_events = integer_at_least("max_events", max_events, 1)
     try:
         status = os.stat(path)
@@ -244,12 +231,12 @@ def load_trace(
         raise ValueError(f"{path}: malformed trace event ({exc})") from None
     if not len(columns["ts"]):
         if seen[0] <= seen[1]:
-            raise _no_events_in_window(path, start_us, end_us, seen)
+            raise no_events_in_window(path, start_us, end_us, seen)
         if skipped:
             raise no_usable_events(path, skipped)
         raise ValueError(f"{path}: no trace events ('traceEvents' is missing or holds no complete events)")
-    events = _clip(_frame(columns, texts), lo, hi)
-    device = "cuda" if events["kind"].isin(_GPU_WORK).any() else "cpu"
+    events = clip_events(_frame(columns, texts), lo, hi)
+    device = "cuda" if events["kind"].isin(GPU_WORK).any() else "cpu"
     return Trace(path=str(path), events=events, device=device, skipped=dict(sorted(skipped.items())))
 
 

@@ -10,13 +10,11 @@ written as a string, an integer arg written 7.0, a phase outside the Trace Event
 do not fit int64 is read again by ijson an event at a time (:func:`_exact_columns`), with the rules of
 :mod:`gpucost_lab.timeline.limits`: both paths give the same rows and the same skip counts.
 
-Why msgspec (figures in :mod:`gpucost_lab.timeline.load` and benchmarks/RESULTS.md, "Trace loading"): typed
-structs of the needed fields decode 6-8x faster than orjson, msgspec's own untyped decoding or the stdlib build
-full dicts of every field, and 3-4x faster than ijson's yajl2_c backend yields them (or even only their ts);
-orjson and the stdlib decode only a whole document (no streaming, no field selection), so they also hold every
-event at once (1.3-2.3 GB for 264 MB of JSON). One difference from ijson: a number beyond the float range, or an integer
-beyond 64 bits, in a field that is not read no longer makes the file unreadable (msgspec skips it unread; JSON
-allows it). Invalid UTF-8 anywhere still does.
+Why msgspec: typed structs of only the needed fields skip the others without building objects, where the other
+decoders build a dict of every field, and orjson and the stdlib decode only a whole document (no streaming), so
+they hold every event at once (figures: benchmarks/RESULTS.md, "Trace loading at scale"). One difference from
+ijson: a number beyond the float range, or an integer beyond 64 bits, in a field that is not read no longer makes
+the file unreadable (msgspec skips it unread; JSON allows it). Invalid UTF-8 anywhere still does.
 """
 
 from __future__ import annotations
@@ -25,14 +23,15 @@ import json
 import math
 from array import array
 from collections import Counter
+from collections.abc import Callable
 from io import BytesIO
 from operator import attrgetter
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 import numpy as np
 
-from gpucost_lab.timeline.framing import _IJSON, segments
+from gpucost_lab.timeline.framing import IJSON_BACKEND, segments
 from gpucost_lab.timeline.limits import event_integers, event_times, too_many_events
 
 KINDS = ("kernel", "memcpy", "memset", "sync", "runtime", "cpu_op", "annotation", "step", "python", "memory", "other")
@@ -54,7 +53,7 @@ _KIND_BY_CAT = {
 }
 _K = {k: i for i, k in enumerate(KINDS)}
 _GPU_KINDS = frozenset({"kernel", "memcpy", "memset", "sync"})
-_MISSING = -(2**63)  # int64 sentinel for "argument absent"; becomes <NA>
+MISSING = -(2**63)  # int64 sentinel for "argument absent"; becomes <NA>
 INTS = ("stream", "correlation", "bytes", "total_allocated_bytes", "device_type")
 TEXTS = ("name", "cat", "pid", "tid", "lane")
 # per event, not per sort: an operator's input shapes (``args["Input Dims"]``, recorded with record_shapes=True) as
@@ -65,16 +64,16 @@ COLUMNS = ("ts", "dur", "kind", *INTS, *TEXTS, INPUT_DIMS)
 
 
 # ----------------------------------------------------------------------------------------------- fast path
-_Int = Annotated[int, msgspec.Meta(ge=_MISSING + 1, le=-_MISSING - 1)]  # int64 but the sentinel (the default)
+_Int = Annotated[int, msgspec.Meta(ge=MISSING + 1, le=-MISSING - 1)]  # int64 but the sentinel (the default)
 
 
 class _Args(msgspec.Struct, gc=False, frozen=True):
-    stream: _Int | None = _MISSING
-    correlation: _Int | None = _MISSING
-    bytes: _Int | None = _MISSING
-    Bytes: _Int | None = _MISSING
-    total: _Int | None = msgspec.field(default=_MISSING, name="Total Allocated")
-    device: _Int | None = msgspec.field(default=_MISSING, name="Device Type")
+    stream: _Int | None = MISSING
+    correlation: _Int | None = MISSING
+    bytes: _Int | None = MISSING
+    Bytes: _Int | None = MISSING
+    total: _Int | None = msgspec.field(default=MISSING, name="Total Allocated")
+    device: _Int | None = msgspec.field(default=MISSING, name="Device Type")
     dims: msgspec.Raw = msgspec.field(default=msgspec.Raw(), name="Input Dims")
 
 
@@ -130,9 +129,10 @@ _TS, _DUR, _CORRELATION = attrgetter("ts"), attrgetter("dur"), attrgetter("args.
 class _Codes(dict):
     """Raw value -> code, each code's text in ``texts`` (``text(raw)``), grown as values come."""
 
-    def __init__(self, text=str):
+    def __init__(self, text: Callable[[Any], str] = str):
         super().__init__()
-        self.texts, self._text = [], text
+        self.texts: list[str] = []
+        self._text = text
 
     def __missing__(self, raw):
         code = self[raw] = len(self.texts)
@@ -181,23 +181,25 @@ class _Sorts(dict):
 
     def __init__(self, codes: dict):
         super().__init__()
-        self._codes, self._new, self._table, self._rows = codes, [], np.zeros((64, 8), np.int64), 0
+        self.codes = codes
+        self._new: list[tuple[int, ...]] = []  # rows of the sorts met since the last table()
+        self._table, self._rows = np.zeros((64, 8), np.int64), 0
 
     def __missing__(self, key):
         ph, name, cat, pid, tid, stream = key
         keep = 1 if ph == "X" else 2 if ph == "i" and name == "[memory]" else 0
         row = (0,) * 8
         if keep:
-            stream = None if stream is None or stream == _MISSING else stream
+            stream = None if stream is None or stream == MISSING else stream
             cat_text, name_text = _text(cat), _text(name)
             kind = "memory" if keep == 2 else _KIND_BY_CAT.get(cat_text.lower(), "other")
             if kind == "annotation" and name_text.startswith("ProfilerStep#"):
                 kind = "step"
-            codes = self._codes
+            codes = self.codes
             row = (
                 keep,
                 _K[kind],
-                _MISSING if stream is None else stream,
+                MISSING if stream is None else stream,
                 codes["name"][name],
                 codes["cat"][cat],
                 codes["pid"][pid],
@@ -224,7 +226,7 @@ def _ints(events, get, n: int) -> np.ndarray:
     try:
         return np.fromiter(map(get, events), np.int64, count=n)
     except TypeError:  # a null
-        return np.fromiter((_MISSING if v is None else v for v in map(get, events)), np.int64, count=n)
+        return np.fromiter((MISSING if v is None else v for v in map(get, events)), np.int64, count=n)
 
 
 def _floats(events, get, n: int) -> np.ndarray:
@@ -239,7 +241,13 @@ def _absent(x):
     return None if x is None or x != x else x  # NaN: the field was absent
 
 
-def _fast_columns(segment: bytes, lo: float, hi: float, sorts: _Sorts) -> tuple[int, dict | None, Counter, tuple]:
+Span = tuple[float, float]  # (first start, last end) of the usable events
+Columns = dict[str, np.ndarray]
+# (elements read, columns of the rows kept or None, skipped events by reason, span of the usable events or None)
+SegmentColumns = tuple[int, Columns | None, Counter[str], Span | None]
+
+
+def _fast_columns(segment: bytes, lo: float, hi: float, sorts: _Sorts) -> SegmentColumns:
     """``(elements, columns of the rows kept, skipped, span of the usable events)`` of a segment, by msgspec;
     _Unusual when it cannot tell."""
     if not segment.isascii():
@@ -248,7 +256,7 @@ def _fast_columns(segment: bytes, lo: float, hi: float, sorts: _Sorts) -> tuple[
         events = _DECODE(segment)
     except msgspec.MsgspecError:
         raise _Unusual from None
-    n, skipped = len(events), Counter()
+    n, skipped = len(events), Counter[str]()
     sort = np.fromiter(map(sorts.__getitem__, map(_SORT, events)), np.intp, count=n)
     keep = sorts.table()[:, 0][sort]
     ts, dur = _floats(events, _TS, n), _floats(events, _DUR, n)
@@ -257,10 +265,11 @@ def _fast_columns(segment: bytes, lo: float, hi: float, sorts: _Sorts) -> tuple[
     with np.errstate(invalid="ignore", over="ignore"):
         end = ts + dur
         ok = (ts >= 0) & (dur >= 0) & (end < math.inf)
-    bad = np.flatnonzero((keep != 0) & ~ok)
-    for j in bad.tolist():
+    for j in np.flatnonzero((keep != 0) & ~ok).tolist():
         e = events[j]
-        skipped[event_times(_absent(e.ts), 0.0 if memory[j] else _absent(e.dur))] += 1
+        reason = event_times(_absent(e.ts), 0.0 if memory[j] else _absent(e.dur))
+        if isinstance(reason, str):  # always: these times failed the same rules
+            skipped[reason] += 1
     ok &= keep != 0
     span = (float(ts[ok].min()), float(end[ok].max())) if ok.any() else None
     rows = np.flatnonzero(ok & (ts <= hi) & (end >= lo))
@@ -276,76 +285,103 @@ def _fast_columns(segment: bytes, lo: float, hi: float, sorts: _Sorts) -> tuple[
     }
     for i, key in enumerate(TEXTS, 3):
         cols[key] = table[:, i].astype(np.int32)
+    _fast_args(events, rows, cols, sorts.codes)
+    return n, cols, skipped, span
+
+
+def _fast_args(events: list[_Event], rows: np.ndarray, cols: Columns, codes: dict) -> None:
+    """Fill ``cols`` with the args of the ``rows`` kept that only some kinds carry: the input shapes of cpu_ops,
+    the bytes of copies and fills, the allocator's figures of ``[memory]`` instants (absent ones as MISSING)."""
     for key in ("bytes", "total_allocated_bytes", "device_type"):
-        cols[key] = np.full(len(rows), _MISSING, np.int64)
+        cols[key] = np.full(len(rows), MISSING, np.int64)
     kind = cols["kind"]
-    dims, ops = sorts._codes.setdefault(INPUT_DIMS, _Codes(_dims_text)), np.flatnonzero(kind == _K["cpu_op"])
+    dims, ops = codes.setdefault(INPUT_DIMS, _Codes(_dims_text)), np.flatnonzero(kind == _K["cpu_op"])
     cols[INPUT_DIMS] = np.full(len(rows), dims[b""], np.int32)
     if len(ops):
         cols[INPUT_DIMS][ops] = [dims[bytes(events[j].args.dims)] for j in rows[ops].tolist()]
-    for at, fields in (
+    for where, fields in (
         ((kind == _K["memcpy"]) | (kind == _K["memset"]), (("bytes", "bytes"),)),
         (kind == _K["memory"], (("bytes", "Bytes"), ("total_allocated_bytes", "total"), ("device_type", "device"))),
     ):
-        at = np.flatnonzero(at)
+        at = np.flatnonzero(where)
         if len(at):
             args = [events[j].args for j in rows[at].tolist()]
             for key, arg in fields:
                 cols[key][at] = _ints(args, attrgetter(arg), len(at))
-    return n, cols, skipped, span
 
 
 # ----------------------------------------------------------------------------------------------- exact path
-def _exact_columns(segment: bytes, lo: float, hi: float, codes: dict) -> tuple[int, dict | None, Counter, tuple]:
+def _exact_times(ev: object) -> tuple[str, Span | str] | None:
+    """``(kind so far, (ts, dur) or why the event is skipped)`` of a complete event ("other" until its category is
+    read) or a ``[memory]`` instant; None for any other element (left out, not counted)."""
+    if not isinstance(ev, dict):
+        return None
+    ph = ev.get("ph")
+    if ph == "X":
+        return "other", event_times(ev.get("ts"), ev.get("dur"))
+    if ph == "i" and ev.get("name") == "[memory]":
+        return "memory", event_times(ev.get("ts"), 0.0)
+    return None
+
+
+def _exact_row(ev: dict, kind: str, t: float, d: float) -> tuple | str:
+    """The row of a usable event inside the window, in :data:`COLUMNS` order (texts and ``Input Dims`` as read),
+    or why it is skipped (an unusable integer arg)."""
+    args, cat, name = ev.get("args"), str(ev.get("cat") or ""), str(ev.get("name") or "")
+    args = args if isinstance(args, dict) else {}
+    if kind == "other":
+        kind = _KIND_BY_CAT.get(cat.lower(), "other")
+        if kind == "annotation" and name.startswith("ProfilerStep#"):
+            kind = "step"
+    integers = event_integers(kind, args)
+    if isinstance(integers, str):
+        return integers
+    tid = str(ev.get("tid"))
+    return (
+        t,
+        d,
+        _K[kind],
+        *(MISSING if v is None else v for v in integers),
+        name,
+        cat,
+        str(ev.get("pid")),
+        tid,
+        _lane(kind, cat, integers[0], tid),
+        args.get("Input Dims") if kind == "cpu_op" else None,
+    )
+
+
+def _exact_columns(segment: bytes, lo: float, hi: float, codes: dict) -> SegmentColumns:
     """The same as :func:`_fast_columns`, by ijson an event at a time (any JSON values, the rules of
     :mod:`gpucost_lab.timeline.limits`)."""
-    rows, n, skipped, seen_lo, seen_hi = [], 0, Counter(), math.inf, -math.inf
-    for ev in _IJSON.items(BytesIO(segment), "item", use_float=True):
+    rows: list[tuple] = []
+    n, skipped, seen_lo, seen_hi = 0, Counter[str](), math.inf, -math.inf
+    for ev in IJSON_BACKEND.items(BytesIO(segment), "item", use_float=True):
         n += 1
-        ph = ev.get("ph") if isinstance(ev, dict) else None
-        if ph == "X":
-            kind, times = "other", event_times(ev.get("ts"), ev.get("dur"))
-        elif ph == "i" and ev.get("name") == "[memory]":
-            kind, times = "memory", event_times(ev.get("ts"), 0.0)
-        else:
+        found = _exact_times(ev)
+        if found is None:
             continue
-        if times.__class__ is str:
+        kind, times = found
+        if isinstance(times, str):
             skipped[times] += 1
             continue
         t, d = times
         seen_lo, seen_hi = min(t, seen_lo), max(t + d, seen_hi)
         if t > hi or t + d < lo:
             continue
-        args, cat, name = ev.get("args"), str(ev.get("cat") or ""), str(ev.get("name") or "")
-        args = args if isinstance(args, dict) else {}
-        if kind == "other":
-            kind = _KIND_BY_CAT.get(cat.lower(), "other")
-            if kind == "annotation" and name.startswith("ProfilerStep#"):
-                kind = "step"
-        integers = event_integers(kind, args)
-        if integers.__class__ is str:
-            skipped[integers] += 1
+        row = _exact_row(ev, kind, t, d)
+        if isinstance(row, str):
+            skipped[row] += 1
             continue
-        tid = str(ev.get("tid"))
-        rows.append(
-            (
-                t,
-                d,
-                _K[kind],
-                *(_MISSING if v is None else v for v in integers),
-                name,
-                cat,
-                str(ev.get("pid")),
-                tid,
-                _lane(kind, cat, integers[0], tid),
-                args.get("Input Dims") if kind == "cpu_op" else None,
-            )
-        )
+        rows.append(row)
     span = (seen_lo, seen_hi) if seen_lo <= seen_hi else None
-    if not rows:
-        return n, None, skipped, span
+    return n, _row_columns(rows, codes) if rows else None, skipped, span
+
+
+def _row_columns(rows: list[tuple], codes: dict) -> Columns:
+    """:func:`_exact_row`'s rows as numpy columns, the texts as codes of ``codes``."""
     columns = list(zip(*rows))
-    cols = {
+    cols: Columns = {
         "ts": np.array(columns[0], np.float64),
         "dur": np.array(columns[1], np.float64),
         "kind": np.array(columns[2], np.int8),
@@ -356,7 +392,7 @@ def _exact_columns(segment: bytes, lo: float, hi: float, codes: dict) -> tuple[i
         cols[key] = np.fromiter(map(codes[key].__getitem__, values), np.int32, count=len(rows))
     dims = codes.setdefault(INPUT_DIMS, _Codes(_dims_text))
     cols[INPUT_DIMS] = np.fromiter((dims[_dims_key(v)] for v in columns[13]), np.int32, count=len(rows))
-    return n, cols, skipped, span
+    return cols
 
 
 _DTYPES = {
@@ -369,17 +405,19 @@ _DTYPES = {
 }
 
 
-def read_events(raw, path, lo: float, hi: float, max_events: int, bar) -> tuple[dict, dict, tuple, Counter]:
+def read_events(
+    raw, path, lo: float, hi: float, max_events: int, bar
+) -> tuple[Columns, dict[str, list[str]], Span, Counter[str]]:
     """``(columns, texts, (first start, last end) of the usable events, skipped)``: the events of the open binary
     file ``raw`` overlapping ``[lo, hi]`` as numpy columns in file order (:data:`COLUMNS`; ``kind`` indexes
     :data:`KINDS`, the text columns index ``texts[column]``, absent integers hold ``-2**63``).
 
-    Each column grows in one ``array.array`` (realloc: no copy per segment, no heap of small arrays left behind
-    once they are joined: with per-segment arrays joined at the end, 10M events peaked 1 GB higher)."""
+    Each column grows in one ``array.array`` (realloc: no copy per segment, and no heap of small arrays left
+    behind once they are joined; benchmarks/RESULTS.md, "Trace loading at scale")."""
     codes = {"name": _Codes(_text), "cat": _Codes(_text), "pid": _Codes(), "tid": _Codes(), "lane": _Codes()}
     codes[INPUT_DIMS] = _Codes(_dims_text)
     store, sorts = {key: array(np.dtype(_DTYPES[key]).char) for key in COLUMNS}, _Sorts(codes)
-    read, seen, skipped = 0, [math.inf, -math.inf], Counter()
+    read, seen, skipped = 0, [math.inf, -math.inf], Counter[str]()
     for segment in segments(raw, path):
         try:
             n, cols, skips, span = _fast_columns(segment, lo, hi, sorts)
@@ -394,6 +432,7 @@ def read_events(raw, path, lo: float, hi: float, max_events: int, bar) -> tuple[
             seen[0], seen[1] = min(seen[0], span[0]), max(seen[1], span[1])
         if cols:
             for key in COLUMNS:
-                store[key].frombytes(np.ascontiguousarray(cols[key], _DTYPES[key]).view(np.uint8))
+                data = np.ascontiguousarray(cols[key], _DTYPES[key]).view(np.uint8)
+                store[key].frombytes(data)  # type: ignore[arg-type]  # numpy declares ndarray's buffer on 3.12+ only
     columns = {key: np.frombuffer(store.pop(key), _DTYPES[key]) for key in COLUMNS}
-    return columns, {key: table.texts for key, table in codes.items()}, tuple(seen), skipped
+    return columns, {key: table.texts for key, table in codes.items()}, (seen[0], seen[1]), skipped

@@ -22,6 +22,7 @@ import pandas as pd
 
 from gpucost_lab._validate import integer_at_least
 from gpucost_lab.timeline.load import Trace
+from gpucost_lab.timeline.views import gaps, select_events
 
 SCAN_BACK = 64  # operators looked back over, per launch, for the innermost one still open
 SAMPLED_LAUNCHES = 200  # kernels per name whose launching operator is looked up
@@ -112,9 +113,7 @@ def top_op_details(trace: Trace, names, *, start_us: float | None = None, end_us
     the operator is the name itself and each signature's count and time are its calls'. A kernel's operator is the
     one that launched most of its first SAMPLED_LAUNCHES launches; each signature counts those kernels and their
     time on the device, and the stack is the one around the launch of the longest."""
-    from gpucost_lab.timeline.views import _select
-
-    ev = _select(trace, start_us, end_us)
+    ev = select_events(trace, start_us, end_us)
     names = list(names)
     if trace.device != "cuda":
         ops = ev[ev["kind"] == "cpu_op"]
@@ -158,8 +157,6 @@ def gap_callers(trace: Trace, top: int = 3) -> pd.DataFrame:
     CUDA trace the operator that launched the kernel), its ``input_shapes`` (the signature as recorded, a list) and
     its Python ``stack``, innermost frame first: what the program was about to do when the gap ended, and which of
     its functions asked for it. Empty lists where the trace recorded no shapes or stacks."""
-    from gpucost_lab.timeline.views import gaps
-
     table = gaps(trace, top=top)
     ev = trace.events
     kind = "kernel" if trace.device == "cuda" else "cpu_op"

@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from gpucost_lab.timeline.load import _GPU_WORK, Trace
-from gpucost_lab.timeline.views import _busy_basis, _runs, steps
+from gpucost_lab.timeline.load import GPU_WORK, Trace
+from gpucost_lab.timeline.views import busy_basis, busy_runs, steps
 
 
 def _in_windows(
@@ -33,10 +33,10 @@ def _in_windows(
 
 def _busy_in_windows(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Microseconds of the busy basis's union inside each window (0 where it holds nothing)."""
-    basis = _busy_basis(trace, None, None, include_last_step=True, required=False)
+    basis = busy_basis(trace, None, None, include_last_step=True)
     if basis is None:
         return np.zeros(len(starts))
-    run_start, run_end = _runs(basis[0])[:2]
+    run_start, run_end = busy_runs(basis[0])[:2]
     before = np.r_[0.0, np.cumsum(run_end - run_start)]  # busy time of the runs before run i
 
     def busy_until(t: np.ndarray) -> np.ndarray:
@@ -62,7 +62,7 @@ def _gpu_windows(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tuple[np
     """Each step's window on the GPU: from the end of the GPU work launched before it (the first step: from its host
     start) to the end of the work it launched (its host end when it launched none), never running backwards."""
     ev = trace.events
-    work = ev[ev["kind"].isin(_GPU_WORK)]
+    work = ev[ev["kind"].isin(GPU_WORK)]
     step = _launch_steps(ev, work, starts, ends)
     end = (work["ts_us"] + work["dur_us"]).to_numpy(float)
     last = pd.Series(end[step >= 0]).groupby(step[step >= 0]).max().reindex(range(len(starts)))

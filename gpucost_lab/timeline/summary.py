@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -13,18 +14,18 @@ from gpucost_lab.timeline.kernels import kernel_breakdown, kernels_by_name
 from gpucost_lab.timeline.load import Trace, load_trace
 from gpucost_lab.timeline.shapes import top_op_details
 from gpucost_lab.timeline.views import (
-    _busy_basis,
-    _measure,
-    _select,
-    _widest,
+    busy_basis,
     busy_idle,
     gaps,
+    measure_busy,
     memcpy_summary,
     peak_memory_bytes,
     phases,
+    select_events,
     steps,
     sync_points,
     top_ops,
+    widest_gaps,
 )
 
 
@@ -67,42 +68,49 @@ def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_
     """
     integer_at_least("top", top, 1)
     trace = path_or_trace if isinstance(path_or_trace, Trace) else load_trace(path_or_trace)
-    window = {"start_us": start_us, "end_us": end_us}
-    _select(trace, start_us, end_us)  # an empty window fails here, naming the file
+    select_events(trace, start_us, end_us)  # an empty window fails here, naming the file
     origin_us = float(trace.events["ts_us"].min())
-    result = {"device": trace.device, "span_ms": None, "busy_ms": None, "idle_ms": None, "gaps": []}
-    basis = _busy_basis(trace, start_us, end_us, include_last_step=False, required=False)
+    result: dict[str, Any] = {"device": trace.device, "span_ms": None, "busy_ms": None, "idle_ms": None, "gaps": []}
+    basis = busy_basis(trace, start_us, end_us, include_last_step=False)
     if basis is not None:
-        b, table = _measure(basis)
+        b, table = measure_busy(basis)
         result.update(
             span_ms=b.span_us / 1e3,
             busy_ms=b.busy_us / 1e3,
             idle_ms=b.idle_us / 1e3,
-            gaps=_ms_records(_widest(table, top, min_us=GAP_FLOOR_US), origin_us, relative="start_us"),
+            gaps=_ms_records(widest_gaps(table, top, min_us=GAP_FLOOR_US), origin_us, relative="start_us"),
         )
-    points = sync_points(trace, **window)[["name", "ts_us", "duration_us"]]
-    ops = _ms_records(top_ops(trace, top, **window), origin_us)
-    details = top_op_details(trace, [o["name"] for o in ops], **window)
+    points = sync_points(trace, start_us=start_us, end_us=end_us)[["name", "ts_us", "duration_us"]]
+    result.update(
+        sync_points=_ms_records(points, origin_us, relative="ts_us"),
+        memcpy=_ms_records(memcpy_summary(trace, start_us=start_us, end_us=end_us), origin_us),
+        top_ops=_top_ops(trace, top, origin_us, start_us, end_us),
+        peak_memory_bytes=_plain(peak_memory_bytes(trace, start_us=start_us, end_us=end_us)),
+        phases={
+            p["name"]: p["total_ms"] for p in _ms_records(phases(trace, start_us=start_us, end_us=end_us), origin_us)
+        },
+        steps=len(steps(trace, start_us=start_us, end_us=end_us)),
+        skipped_events=dict(trace.skipped),
+        idle_breakdown=_ms_records(idle_breakdown(trace, start_us=start_us, end_us=end_us), origin_us),
+        kernels={
+            "by_type": _ms_records(kernel_breakdown(trace, start_us=start_us, end_us=end_us), origin_us),
+            "by_name": _ms_records(kernels_by_name(trace, top, start_us=start_us, end_us=end_us), origin_us),
+        },
+    )
+    return result
+
+
+def _top_ops(trace: Trace, top: int, origin_us: float, start_us: float | None, end_us: float | None) -> list[dict]:
+    """:func:`~gpucost_lab.timeline.views.top_ops` rows in ms, each with its ``operator``, ``input_shapes`` (their
+    time as ``total_ms``) and ``stack`` (:func:`~gpucost_lab.timeline.shapes.top_op_details`)."""
+    ops = _ms_records(top_ops(trace, top, start_us=start_us, end_us=end_us), origin_us)
+    details = top_op_details(trace, [o["name"] for o in ops], start_us=start_us, end_us=end_us)
     for o in ops:
         d = details[o["name"]]
         shapes = [{**s, "total_ms": s["total_us"] / 1e3} for s in d["input_shapes"]]
         o.update(operator=d["operator"], input_shapes=[{k: v for k, v in s.items() if k != "total_us"} for s in shapes])
         o["stack"] = d["stack"]
-    result.update(
-        sync_points=_ms_records(points, origin_us, relative="ts_us"),
-        memcpy=_ms_records(memcpy_summary(trace, **window), origin_us),
-        top_ops=ops,
-        peak_memory_bytes=_plain(peak_memory_bytes(trace, **window)),
-        phases={p["name"]: p["total_ms"] for p in _ms_records(phases(trace, **window), origin_us)},
-        steps=len(steps(trace, **window)),
-        skipped_events=dict(trace.skipped),
-        idle_breakdown=_ms_records(idle_breakdown(trace, **window), origin_us),
-        kernels={
-            "by_type": _ms_records(kernel_breakdown(trace, **window), origin_us),
-            "by_name": _ms_records(kernels_by_name(trace, top, **window), origin_us),
-        },
-    )
-    return result
+    return ops
 
 
 COMPARE_COLUMNS = [

@@ -38,7 +38,9 @@ def printable(value: object) -> str:
 def _elide(name: str) -> str:
     """Top-level ``<...>`` and ``(...)`` groups as ``<…>`` and ``(…)``, except one that opens the name
     (``<built-in method ...>``) or holds only digits (``module.py(1501)``); the name unchanged when unbalanced."""
-    out, stack, i = [], [], 0
+    out: list[str] = []
+    stack: list[str] = []  # the closing brackets expected, innermost last
+    i = 0
     while i < len(name):
         c = name[i]
         if not stack and any(name.startswith(g, i) for g in _KEPT_GROUPS):

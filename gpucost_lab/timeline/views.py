@@ -1,31 +1,37 @@
 """The views of a loaded trace: busy and idle time, gaps, sync points, copies, top ops, memory, phases and steps."""
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: the module defines a function of that name (``annotations``).
 import numpy as np
 import pandas as pd
 
 from gpucost_lab._validate import integer_at_least, non_negative
 from gpucost_lab.timeline.load import (
-    _DIRECTIONS,
-    _GPU_WORK,
-    _HOST_SYNC,
+    COPY_DIRECTIONS,
+    GPU_WORK,
     BusyIdle,
     Trace,
-    _clip,
-    _no_events_in_window,
-    _window,
+    clip_events,
+    no_events_in_window,
+    window_bounds,
 )
 
+_HOST_SYNC = [
+    "cudaDeviceSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "aten::item",
+    "aten::_local_scalar_dense",
+]
 
-def _select(trace: Trace, start_us: float | None, end_us: float | None) -> pd.DataFrame:
+
+def select_events(trace: Trace, start_us: float | None, end_us: float | None) -> pd.DataFrame:
     """The trace's events, cut to the window when one is given (ValueError naming the file when it is empty)."""
-    lo, hi = _window(start_us, end_us)
-    events = _clip(trace.events, lo, hi)
+    lo, hi = window_bounds(start_us, end_us)
+    events = clip_events(trace.events, lo, hi)
     if events.empty:
         ev = trace.events
         span = (ev["ts_us"].min(), (ev["ts_us"] + ev["dur_us"]).max())
-        raise _no_events_in_window(trace.path, start_us, end_us, span)
+        raise no_events_in_window(trace.path, start_us, end_us, span)
     return events
 
 
@@ -38,10 +44,10 @@ def _main_thread(events: pd.DataFrame) -> tuple[str, str] | None:
     return host.groupby(["pid", "tid"])["dur_us"].sum().idxmax()
 
 
-def _launched_before_last_step(events: pd.DataFrame, work: pd.DataFrame) -> pd.DataFrame:
+def launched_before_last_step(events: pd.DataFrame, work: pd.DataFrame) -> pd.DataFrame:
     """HTA's rule: with two or more ProfilerStep#N, drop GPU work launched after the last step began (launch: the
-    first runtime call with the work's correlation id; work without one counts from its own start). In numpy: on a
-    million events, pandas' string comparisons and Int64 map took most of busy_idle's time."""
+    first runtime call with the work's correlation id; work without one counts from its own start). In numpy, not
+    pandas (benchmarks/RESULTS.md, "Trace loading at scale")."""
     kind, ts = events["kind"].to_numpy(object, copy=False), events["ts_us"].to_numpy(float)
     steps = (kind == "step") & (events["cat"].to_numpy(object, copy=False) != "gpu_user_annotation")
     if np.count_nonzero(steps) < 2:
@@ -56,13 +62,17 @@ def _launched_before_last_step(events: pd.DataFrame, work: pd.DataFrame) -> pd.D
     return work[launched < ts[steps].max()]
 
 
-def _busy_basis(trace: Trace, start_us, end_us, include_last_step: bool, required: bool = True):
-    """(ops whose union is busy, span start, span end, basis name); None when nothing to measure and not required."""
-    lo, hi = _window(start_us, end_us)
+BusyBasis = tuple[pd.DataFrame, float, float, str]  # (ops whose union is busy, span start, span end, basis name)
+
+
+def busy_basis(trace: Trace, start_us: float | None, end_us: float | None, include_last_step: bool) -> BusyBasis | None:
+    """What busy time is measured from (module doc of :mod:`gpucost_lab.timeline`): the ops whose union is busy, the
+    span's start and end, and the basis's name ("gpu" or "main thread"); None when there is nothing to measure."""
+    lo, hi = window_bounds(start_us, end_us)
     ev = trace.events
     if trace.device == "cuda":
-        ops = ev[ev["kind"].isin(_GPU_WORK)]
-        ops = frame = ops if include_last_step else _launched_before_last_step(ev, ops)
+        ops = ev[ev["kind"].isin(GPU_WORK)]
+        ops = frame = ops if include_last_step else launched_before_last_step(ev, ops)
         basis = "gpu"
     else:
         thread = _main_thread(ev)
@@ -72,18 +82,24 @@ def _busy_basis(trace: Trace, start_us, end_us, include_last_step: bool, require
             else ev[(ev["pid"] == thread[0]) & (ev["tid"] == thread[1]) & ev["kind"].isin(["step", "cpu_op"])]
         )
         ops, basis = frame[frame["kind"] == "cpu_op"], "main thread"
-    ops, frame = _clip(ops, lo, hi), _clip(frame, lo, hi)
-    if not ops.empty:
-        return ops, float(frame["ts_us"].min()), float((frame["ts_us"] + frame["dur_us"]).max()), basis
-    if required:
-        _select(trace, start_us, end_us)  # an empty window is named as such
-        what = "kernel, memcpy or memset" if trace.device == "cuda" else "main-thread cpu_op"
-        where = "" if start_us is None and end_us is None else f" in the window start_us={start_us}, end_us={end_us}"
-        raise ValueError(f"{trace.path}: no {what} events{where} to measure busy time from")
-    return None
+    ops, frame = clip_events(ops, lo, hi), clip_events(frame, lo, hi)
+    if ops.empty:
+        return None
+    return ops, float(frame["ts_us"].min()), float((frame["ts_us"] + frame["dur_us"]).max()), basis
 
 
-def _runs(ops: pd.DataFrame):
+def _required_basis(trace: Trace, start_us: float | None, end_us: float | None, include_last_step: bool) -> BusyBasis:
+    """:func:`busy_basis`, or ValueError naming the file when there is nothing to measure busy time from."""
+    basis = busy_basis(trace, start_us, end_us, include_last_step)
+    if basis is not None:
+        return basis
+    select_events(trace, start_us, end_us)  # an empty window is named as such
+    what = "kernel, memcpy or memset" if trace.device == "cuda" else "main-thread cpu_op"
+    where = "" if start_us is None and end_us is None else f" in the window start_us={start_us}, end_us={end_us}"
+    raise ValueError(f"{trace.path}: no {what} events{where} to measure busy time from")
+
+
+def busy_runs(ops: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Union of the ops' intervals: run starts, run ends, and per run the name that starts and that ends it."""
     s = ops["ts_us"].to_numpy(float)
     e = s + ops["dur_us"].to_numpy(float)
@@ -97,10 +113,10 @@ def _runs(ops: pd.DataFrame):
     return s[first], run_end, names[first], names[ender]
 
 
-def _measure(basis) -> tuple[BusyIdle, pd.DataFrame]:
+def measure_busy(basis: BusyBasis) -> tuple[BusyIdle, pd.DataFrame]:
     """BusyIdle and the gap table (unsorted) of one busy basis."""
     ops, span_start, span_end, name = basis
-    run_start, run_end, starts_name, ends_name = _runs(ops)
+    run_start, run_end, starts_name, ends_name = busy_runs(ops)
     busy = float(np.sum(run_end - run_start))
     span = span_end - span_start
     edges = np.r_[span_start, run_end]
@@ -117,7 +133,7 @@ def _measure(basis) -> tuple[BusyIdle, pd.DataFrame]:
     ), table[table["duration_us"] > 0]
 
 
-def _widest(table: pd.DataFrame, top: int | None, min_us: float = 0) -> pd.DataFrame:
+def widest_gaps(table: pd.DataFrame, top: int | None, min_us: float = 0) -> pd.DataFrame:
     """The gaps widest first (ties: the earlier first), indexed by ``rank`` from 1: the widest gap is rank 1."""
     table = table[table["duration_us"] >= min_us]
     table = table.sort_values(["duration_us", "start_us"], ascending=[False, True], ignore_index=True)
@@ -129,7 +145,7 @@ def busy_idle(
     trace: Trace, *, start_us: float | None = None, end_us: float | None = None, include_last_step: bool = False
 ) -> BusyIdle:
     """Busy and idle time of the GPU (CUDA trace) or of the main thread (CPU-only trace); see the module doc."""
-    return _measure(_busy_basis(trace, start_us, end_us, include_last_step))[0]
+    return measure_busy(_required_basis(trace, start_us, end_us, include_last_step))[0]
 
 
 def gaps(
@@ -150,7 +166,7 @@ def gaps(
     if top is not None:
         integer_at_least("top", top, 1)
     non_negative("min_us", min_us)
-    return _widest(_measure(_busy_basis(trace, start_us, end_us, include_last_step))[1], top, min_us)
+    return widest_gaps(measure_busy(_required_basis(trace, start_us, end_us, include_last_step))[1], top, min_us)
 
 
 # ----------------------------------------------------------------------------------------------- other views
@@ -169,7 +185,7 @@ def _merge_nested(events: pd.DataFrame) -> pd.DataFrame:
 
 def sync_points(trace: Trace, *, start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
     """Host/device synchronizations, in time order: ``name, ts_us, duration_us, lane`` (merging: module doc)."""
-    ev = _select(trace, start_us, end_us)
+    ev = select_events(trace, start_us, end_us)
     host = _merge_nested(ev[ev["kind"].isin(["runtime", "cpu_op"]) & ev["name"].isin(_HOST_SYNC)])
     device = ev[(ev["kind"] == "sync") | ((ev["kind"] == "memcpy") & ev["name"].str.contains("DtoH"))]
     if len(host) and len(device):
@@ -190,14 +206,14 @@ def sync_points(trace: Trace, *, start_us: float | None = None, end_us: float | 
 def memcpy_summary(trace: Trace, *, start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
     """Copies by direction (HtoD, DtoH, DtoD, HtoH, PtoP, other) plus a "memset" row:
     ``direction, count, total_us, total_bytes``; only directions present."""
-    ev = _select(trace, start_us, end_us)
+    ev = select_events(trace, start_us, end_us)
     copies = ev[ev["kind"].isin(["memcpy", "memset"])]
     direction = copies["name"].str.extract(r"Memcpy\s+(\w+)", expand=False).astype(object)
-    direction = direction.where(direction.isin(_DIRECTIONS), "other").where(copies["kind"] == "memcpy", "memset")
+    direction = direction.where(direction.isin(COPY_DIRECTIONS), "other").where(copies["kind"] == "memcpy", "memset")
     table = copies.groupby(direction.rename("direction")).agg(
         count=("dur_us", "size"), total_us=("dur_us", "sum"), total_bytes=("bytes", lambda b: b.sum(min_count=1))
     )
-    order = {d: i for i, d in enumerate([*_DIRECTIONS, "other", "memset"])}
+    order = {d: i for i, d in enumerate([*COPY_DIRECTIONS, "other", "memset"])}
     table = table.reset_index().sort_values("direction", key=lambda d: d.map(order), ignore_index=True)
     return table.astype({"direction": object, "count": int, "total_us": float, "total_bytes": "Int64"})
 
@@ -209,7 +225,7 @@ def top_ops(trace: Trace, n: int = 10, *, start_us: float | None = None, end_us:
     """
     integer_at_least("n", n, 1)
     kind = "kernel" if trace.device == "cuda" else "cpu_op"
-    ev = _select(trace, start_us, end_us)
+    ev = select_events(trace, start_us, end_us)
     ops = ev[ev["kind"] == kind]
     table = ops.groupby("name").agg(count=("dur_us", "size"), total_us=("dur_us", "sum")).reset_index()
     total = table["total_us"].sum()
@@ -218,10 +234,11 @@ def top_ops(trace: Trace, n: int = 10, *, start_us: float | None = None, end_us:
     return table[["name", "kind", "count", "total_us", "share"]]
 
 
-def _memory(trace: Trace, device_type: int | None, start_us, end_us) -> pd.DataFrame:
+def memory_events(trace: Trace, device_type: int | None, start_us: float | None, end_us: float | None) -> pd.DataFrame:
+    """The ``[memory]`` events with an allocator total in the window, of ``device_type`` (None: every device)."""
     if device_type is not None:
         integer_at_least("device_type", device_type, 0)
-    ev = _select(trace, start_us, end_us)
+    ev = select_events(trace, start_us, end_us)
     mem = ev[(ev["kind"] == "memory") & ev["total_allocated_bytes"].notna()]
     return mem if device_type is None else mem[mem["device_type"] == device_type]
 
@@ -233,7 +250,7 @@ def memory_over_time(
 
     ``device_type``: 0 CPU, 1 CUDA, None every device (each device keeps its own total).
     """
-    mem = _memory(trace, device_type, start_us, end_us)
+    mem = memory_events(trace, device_type, start_us, end_us)
     return mem[["ts_us", "total_allocated_bytes"]].reset_index(drop=True)
 
 
@@ -244,7 +261,7 @@ def peak_memory_bytes(
 
     ``device_type`` None: the CUDA (1) total when the trace has CUDA memory events, else every device's.
     """
-    mem = _memory(trace, device_type, start_us, end_us)
+    mem = memory_events(trace, device_type, start_us, end_us)
     if device_type is None and (mem["device_type"] == 1).any():
         mem = mem[mem["device_type"] == 1]
     return None if mem.empty else int(mem["total_allocated_bytes"].max())
@@ -253,7 +270,7 @@ def peak_memory_bytes(
 def phases(trace: Trace, *, start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
     """Host-side user annotations (``record_function`` labels), ProfilerStep#N excluded: ``name, count,
     total_us``, largest total first."""
-    ev = _select(trace, start_us, end_us)
+    ev = select_events(trace, start_us, end_us)
     ann = ev[(ev["kind"] == "annotation") & (ev["cat"] != "gpu_user_annotation")]
     table = ann.groupby("name").agg(count=("dur_us", "size"), total_us=("dur_us", "sum")).reset_index()
     table = table.sort_values(["total_us", "name"], ascending=[False, True], ignore_index=True)
@@ -265,11 +282,12 @@ def annotations(trace: Trace, *, start_us: float | None = None, end_us: float | 
     ``name, start_us`` (from the trace's first event), ``duration_us, depth`` (0 for an outermost one; an
     annotation that starts and ends inside another on its thread is one deeper, so nested ones are not
     counted twice when read)."""
-    ev = _select(trace, start_us, end_us)
+    ev = select_events(trace, start_us, end_us)
     origin = float(trace.events["ts_us"].min())
     ann = ev[(ev["kind"] == "annotation") & (ev["cat"] != "gpu_user_annotation")]
     ann = ann.sort_values(["ts_us", "dur_us"], ascending=[True, False], kind="stable")
-    rows, open_ends = [], {}  # (pid, tid) -> ends of the annotations still open there
+    rows: list[tuple[str, float, float, int]] = []
+    open_ends: dict[tuple[str, str], list[float]] = {}  # (pid, tid) -> ends of the annotations still open there
     for name, pid, tid, ts, dur in zip(ann["name"], ann["pid"], ann["tid"], ann["ts_us"], ann["dur_us"]):
         ends = [e for e in open_ends.get((pid, tid), []) if e >= ts + dur]
         rows.append((name, float(ts) - origin, float(dur), len(ends)))
@@ -279,7 +297,7 @@ def annotations(trace: Trace, *, start_us: float | None = None, end_us: float | 
 
 def steps(trace: Trace, *, start_us: float | None = None, end_us: float | None = None) -> pd.DataFrame:
     """The ``ProfilerStep#N`` annotations (host side when present): ``step, start_us, duration_us``."""
-    ev = _select(trace, start_us, end_us)
+    ev = select_events(trace, start_us, end_us)
     marks = ev[ev["kind"] == "step"]
     if (marks["cat"] != "gpu_user_annotation").any():
         marks = marks[marks["cat"] != "gpu_user_annotation"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import ipywidgets as widgets
 
 from gpucost_lab._validate import InputError, integer_at_least, non_negative, positive
@@ -10,13 +12,12 @@ from gpucost_lab.memory.figures import (
     COURSE_STATIC_GB,
     DEFAULT_DEVICE_GB,
     DEFAULT_RESERVE_FRACTION,
-    PRECISIONS,
-    check_precision,
     check_recompute,
 )
 from gpucost_lab.memory.ledger import MemoryLedger
-from gpucost_lab.widgets._html import _STYLE, _expose, _message
-from gpucost_lab.widgets._ledger_html import _ledger_bar_html, _ledger_table_html, _ledger_verdict_html
+from gpucost_lab.precision import PRECISIONS, check_precision
+from gpucost_lab.widgets.ledger_markup import ledger_bar_html, ledger_table_html, ledger_verdict_html
+from gpucost_lab.widgets.markup import DESCRIPTION_STYLE, expose, invalid_input_html
 
 # The microbatch slider runs from 1 to at least 128; past that, to one above the largest microbatch that fits the
 # chosen settings (284 with full recomputation), so its top end always shows the edge and the first step over it.
@@ -106,6 +107,31 @@ def memory_ledger_widget(
     precision, recompute = check_precision(precision), check_recompute(recompute)
     accumulation_steps = integer_at_least("accumulation_steps", accumulation_steps, ACCUMULATION_MIN, ACCUMULATION_MAX)
     top = microbatch_slider_max(ledger.with_precision(precision).max_microbatch(recompute=recompute))
+    microbatch = _check_microbatch(microbatch, top)
+
+    box = _ledger_box(
+        widgets.IntSlider(
+            value=microbatch,
+            min=MICROBATCH_MIN,
+            max=top,
+            step=1,
+            description="microbatch",
+            continuous_update=True,
+            style=DESCRIPTION_STYLE,
+        ),
+        _ledger_inputs(static_gb, activation_gb_per_sample, device_gb, reserve_fraction),
+        *_setting_controls(precision, recompute, accumulation_steps),
+    )
+    box.result = None
+    update = _ledger_update(box, blocks)
+    for control in (box.slider, box.precision, box.recompute, box.accumulation, *box.inputs.values()):
+        control.observe(update, names="value")
+    update()
+    return box
+
+
+def _check_microbatch(microbatch: int, top: int) -> int:
+    """The starting microbatch, an integer on the slider: 1 to ``top``, its end with these settings."""
     microbatch = integer_at_least("microbatch", microbatch, MICROBATCH_MIN)
     if microbatch > top:
         raise InputError(
@@ -113,29 +139,35 @@ def memory_ledger_widget(
             f"microbatch must be an integer in [{MICROBATCH_MIN}, {top}] (the slider's range with "
             f"these settings), got {microbatch!r}",
         )
+    return microbatch
 
-    slider = widgets.IntSlider(
-        value=microbatch,
-        min=MICROBATCH_MIN,
-        max=top,
-        step=1,
-        description="microbatch",
-        continuous_update=True,
-        style=_STYLE,
-    )
-    inputs = {
-        "static_gb": widgets.FloatText(value=static_gb, description="static (GB)", style=_STYLE),
+
+def _ledger_inputs(
+    static_gb: float, activation_gb_per_sample: float, device_gb: float, reserve_fraction: float
+) -> dict[str, widgets.FloatText]:
+    """The text inputs, by name; the reserve is typed in percent."""
+    return {
+        "static_gb": widgets.FloatText(value=static_gb, description="static (GB)", style=DESCRIPTION_STYLE),
         "activation_gb_per_sample": widgets.FloatText(
-            value=activation_gb_per_sample, description="activations per sample (GB)", style=_STYLE
+            value=activation_gb_per_sample, description="activations per sample (GB)", style=DESCRIPTION_STYLE
         ),
-        "device_gb": widgets.FloatText(value=device_gb, description="device (GB)", style=_STYLE),
+        "device_gb": widgets.FloatText(value=device_gb, description="device (GB)", style=DESCRIPTION_STYLE),
         "reserve_percent": widgets.FloatText(
-            value=round(reserve_fraction * 100, 10), description="reserve (%)", style=_STYLE
+            value=round(reserve_fraction * 100, 10), description="reserve (%)", style=DESCRIPTION_STYLE
         ),
     }
-    precision_choice = widgets.RadioButtons(options=PRECISIONS, value=precision, description="precision", style=_STYLE)
+
+
+def _setting_controls(
+    precision: str, recompute: str, accumulation_steps: int
+) -> tuple[widgets.RadioButtons, widgets.RadioButtons, widgets.IntSlider, widgets.Checkbox]:
+    """The precision and recomputation choices, the accumulation slider, and the undisplayed checkbox linked to
+    the recomputation choice."""
+    precision_choice = widgets.RadioButtons(
+        options=PRECISIONS, value=precision, description="precision", style=DESCRIPTION_STYLE
+    )
     recompute_choice = widgets.RadioButtons(
-        options=RECOMPUTE_CHOICES, value=recompute, description="recomputation", style=_STYLE
+        options=RECOMPUTE_CHOICES, value=recompute, description="recomputation", style=DESCRIPTION_STYLE
     )
     accumulation = widgets.IntSlider(
         value=accumulation_steps,
@@ -144,14 +176,25 @@ def memory_ledger_widget(
         step=1,
         description="accumulation steps (K)",
         continuous_update=True,
-        style=_STYLE,
+        style=DESCRIPTION_STYLE,
         layout=widgets.Layout(width="24em"),
     )
     # not displayed: the checkbox the recomputation choice replaced, kept so `w.checkpointing.value = True` still works
     checkpointing = widgets.Checkbox(value=recompute == "full", description="activation checkpointing", indent=False)
     _link_checkpointing(checkpointing, recompute_choice)
-    verdict, table, bar = widgets.HTML(), widgets.HTML(), widgets.HTML()
+    return precision_choice, recompute_choice, accumulation, checkpointing
 
+
+def _ledger_box(
+    slider: widgets.IntSlider,
+    inputs: dict[str, widgets.FloatText],
+    precision_choice: widgets.RadioButtons,
+    recompute_choice: widgets.RadioButtons,
+    accumulation: widgets.IntSlider,
+    checkpointing: widgets.Checkbox,
+) -> widgets.VBox:
+    """Lay out the controls and the three outputs, and expose each part as an attribute with its CSS class."""
+    verdict, table, bar = widgets.HTML(), widgets.HTML(), widgets.HTML()
     wrap = widgets.Layout(flex_flow="row wrap")
     box = widgets.VBox(
         [
@@ -163,7 +206,7 @@ def memory_ledger_widget(
             table,
         ]
     )
-    _expose(
+    expose(
         box,
         "gpucost-ledger",
         inputs,
@@ -176,16 +219,21 @@ def memory_ledger_widget(
         table=("table", table),
         bar=("bar", bar),
     )
-    box.result = None
+    return box
+
+
+def _ledger_update(box: widgets.VBox, blocks: int) -> Callable[..., None]:
+    """The callback every control calls: rebuild the ledger from the controls, move the slider's end, redraw."""
     moving_the_end = [False]  # the slider's value clipped by a new end calls update; that call has nothing to do
+    slider = box.slider
 
     def update(_change=None) -> None:
         if moving_the_end[0]:
             return
         try:
-            base = _ledger_from_inputs(inputs, blocks)
-            ledger = base.with_precision(precision_choice.value)
-            mode = recompute_choice.value
+            base = _ledger_from_inputs(box.inputs, blocks)
+            ledger = base.with_precision(box.precision.value)
+            mode = box.recompute.value
             top = microbatch_slider_max(ledger.max_microbatch(recompute=mode))
             if slider.max != top:
                 moving_the_end[0] = True
@@ -193,17 +241,14 @@ def memory_ledger_widget(
                     slider.max = top  # ipywidgets clips the value to the new end
                 finally:
                     moving_the_end[0] = False
-            result = ledger.at(slider.value, recompute=mode, accumulation_steps=accumulation.value)
+            result = ledger.at(slider.value, recompute=mode, accumulation_steps=box.accumulation.value)
         except ValueError as err:
             box.result = None
-            verdict.value, table.value, bar.value = _message(err, "ledger"), "", ""
+            box.verdict.value, box.table.value, box.bar.value = invalid_input_html(err, "ledger"), "", ""
             return
         box.result = result
-        verdict.value = _ledger_verdict_html(base, ledger, result)
-        bar.value = _ledger_bar_html(ledger, result)
-        table.value = _ledger_table_html(ledger, result)
+        box.verdict.value = ledger_verdict_html(base, ledger, result)
+        box.bar.value = ledger_bar_html(ledger, result)
+        box.table.value = ledger_table_html(ledger, result)
 
-    for control in (slider, precision_choice, recompute_choice, accumulation, *inputs.values()):
-        control.observe(update, names="value")
-    update()
-    return box
+    return update

@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import html
 import math
+from collections.abc import Callable
 
 import ipywidgets as widgets
 
 from gpucost_lab import cost
 from gpucost_lab._validate import InputError, positive
-from gpucost_lab.widgets._html import (
-    _CELL,
-    _COLORS,
-    _OVER_ROW,
-    _STYLE,
-    _TABLE_STYLE,
-    _expose,
-    _message,
-    _num,
-    _pct,
-    _th,
+from gpucost_lab.widgets.markup import (
+    CELL_STYLE,
+    COLORS,
+    DESCRIPTION_STYLE,
+    OVER_ROW_STYLE,
+    TABLE_STYLE,
+    expose,
+    invalid_input_html,
+    num,
+    pct,
+    th,
 )
 
 CHANGE_MIN, CHANGE_MAX = -0.5, 1.0  # the predictor's slider range (and chart axes), as fractions
@@ -42,7 +43,7 @@ def _predictor_verdict_html(p: dict) -> str:
         detail = "the candidate costs the same per run to the quality target"
     else:
         detail = (
-            f"the candidate costs about {_num(abs(r - 1) * 100, 1)}% {'less' if r < 1 else 'more'} per run "
+            f"the candidate costs about {num(abs(r - 1) * 100, 1)}% {'less' if r < 1 else 'more'} per run "
             f"to the same quality target"
         )
     color = {"cheaper": "#1b5e20", "more expensive": "#8b0000"}.get(v, "#000")
@@ -54,8 +55,8 @@ def _predictor_verdict_html(p: dict) -> str:
 
 
 def _predictor_table_html(p: dict) -> str:
-    window = _num(p["window_hours"], 2)
-    head = _th("run") + _th("hours") + _th("cost (USD)") + _th(f"inside the {window} h window?")
+    window = num(p["window_hours"], 2)
+    head = th("run") + th("hours") + th("cost (USD)") + th(f"inside the {window} h window?")
     rows = []
     for name, hours, usd, fits in (
         ("baseline", p["baseline_hours"], p["baseline_cost_usd"], p["baseline_fits_window"]),
@@ -63,8 +64,8 @@ def _predictor_table_html(p: dict) -> str:
     ):
         answer = "yes" if fits else f"no, {hours - p['window_hours']:.2f} h late"
         rows.append(
-            f'<tr style="{"" if fits else _OVER_ROW}">{_th(name, "row")}<td style="{_CELL}">{hours:.2f}</td>'
-            f'<td style="{_CELL}">${usd:.2f}</td><td style="{_CELL}">{answer}</td></tr>'
+            f'<tr style="{"" if fits else OVER_ROW_STYLE}">{th(name, "row")}<td style="{CELL_STYLE}">{hours:.2f}</td>'
+            f'<td style="{CELL_STYLE}">${usd:.2f}</td><td style="{CELL_STYLE}">{answer}</td></tr>'
         )
     savings = p["savings_usd"]
     if math.isclose(savings, 0.0, abs_tol=0.005):
@@ -77,7 +78,7 @@ def _predictor_table_html(p: dict) -> str:
         )
     caption = f"One run at ${p['price_per_hour_usd']:.2f} per accelerator-hour (an assumption): {note}"
     return (
-        f'<table style="{_TABLE_STYLE}"><caption style="text-align:left">{caption}</caption>'
+        f'<table style="{TABLE_STYLE}"><caption style="text-align:left">{caption}</caption>'
         f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
@@ -92,7 +93,7 @@ def _chart_sentence(p: dict) -> str:
     return (
         f"Break-even chart: the equal-cost line is steps change = throughput gain, since relative cost = "
         f"(1 + steps change) / (1 + throughput gain) = 1 there; above the line is more expensive, below it "
-        f"cheaper. The current point (gain {_pct(g)}, steps {_pct(s)}) is {where} "
+        f"cheaper. The current point (gain {pct(g)}, steps {pct(s)}) is {where} "
         f"(relative cost {p['relative_cost']:.3f})."
     )
 
@@ -112,9 +113,9 @@ def _predictor_chart_html(p: dict) -> str:
     for t in (-0.5, 0.0, 0.5, 1.0):
         ticks.append(
             f'<line x1="{px(t):.1f}" x2="{px(t):.1f}" y1="{y0:.1f}" y2="{y0 + 4:.1f}" stroke="#000"/>'
-            f'<text x="{px(t):.1f}" y="{y0 + 15:.1f}" font-size="10" text-anchor="middle">{_pct(t)}</text>'
+            f'<text x="{px(t):.1f}" y="{y0 + 15:.1f}" font-size="10" text-anchor="middle">{pct(t)}</text>'
             f'<line x1="{x0 - 4:.1f}" x2="{x0:.1f}" y1="{py(t):.1f}" y2="{py(t):.1f}" stroke="#000"/>'
-            f'<text x="{x0 - 6:.1f}" y="{py(t) + 3:.1f}" font-size="10" text-anchor="end">{_pct(t)}</text>'
+            f'<text x="{x0 - 6:.1f}" y="{py(t) + 3:.1f}" font-size="10" text-anchor="end">{pct(t)}</text>'
         )
     g, s = p["throughput_gain"], p["steps_change"]
     sentence = _chart_sentence(p)
@@ -122,8 +123,8 @@ def _predictor_chart_html(p: dict) -> str:
     svg = (
         f'<svg role="img" aria-label="{html.escape(sentence, quote=True)}" width="{w:.0f}" height="{h:.0f}" '
         f'viewBox="0 0 {w:.0f} {h:.0f}" xmlns="http://www.w3.org/2000/svg">'
-        f'<polygon points="{x0:.1f},{y0:.1f} {x0:.1f},{y1:.1f} {x1:.1f},{y1:.1f}" fill="{_COLORS["dearer"]}"/>'
-        f'<polygon points="{x0:.1f},{y0:.1f} {x1:.1f},{y0:.1f} {x1:.1f},{y1:.1f}" fill="{_COLORS["cheaper"]}"/>'
+        f'<polygon points="{x0:.1f},{y0:.1f} {x0:.1f},{y1:.1f} {x1:.1f},{y1:.1f}" fill="{COLORS["dearer"]}"/>'
+        f'<polygon points="{x0:.1f},{y0:.1f} {x1:.1f},{y0:.1f} {x1:.1f},{y1:.1f}" fill="{COLORS["cheaper"]}"/>'
         f'<rect x="{x0:.1f}" y="{y1:.1f}" width="{size}" height="{size}" fill="none" stroke="#999"/>'
         f'<line x1="{x0:.1f}" y1="{y0:.1f}" x2="{x1:.1f}" y2="{y1:.1f}" stroke="#000" stroke-width="1.5">'
         f"<title>equal cost: steps change = throughput gain</title></line>"
@@ -134,7 +135,7 @@ def _predictor_chart_html(p: dict) -> str:
         f'transform="rotate(-45 {px(0.62):.1f} {py(0.62) - 6:.1f})">equal cost</text>'
         f"{''.join(ticks)}"
         f'<circle cx="{px(g):.1f}" cy="{py(s):.1f}" r="5" fill="#000" stroke="#fff" stroke-width="1.5">'
-        f"<title>current: gain {_pct(g)}, steps {_pct(s)}, relative cost {p['relative_cost']:.3f}</title></circle>"
+        f"<title>current: gain {pct(g)}, steps {pct(s)}, relative cost {p['relative_cost']:.3f}</title></circle>"
         f'<text x="{(x0 + x1) / 2:.1f}" y="{h - 4:.1f}" font-size="11" text-anchor="middle">throughput gain</text>'
         f'<text x="12" y="{(y0 + y1) / 2:.1f}" font-size="11" text-anchor="middle" '
         f'transform="rotate(-90 12 {(y0 + y1) / 2:.1f})">change in steps to target</text></svg>'
@@ -165,30 +166,48 @@ def cost_predictor_widget(
             raise InputError(name, f"{name} must be a number in [{CHANGE_MIN}, {CHANGE_MAX}], got {value!r}")
     cost.predict(throughput_gain, steps_change, price_per_hour_usd, baseline_hours, window_hours)  # validates
 
-    def slider(value: float, description: str) -> widgets.FloatSlider:
-        return widgets.FloatSlider(
-            value=value,
-            min=CHANGE_MIN,
-            max=CHANGE_MAX,
-            step=0.01,
-            description=description,
-            readout_format="+.0%",
-            continuous_update=True,
-            style=_STYLE,
-            layout=widgets.Layout(width="28em"),
-        )
-
-    gain = slider(throughput_gain, "throughput gain")
-    steps = slider(steps_change, "change in steps to target")
+    gain = _change_slider(throughput_gain, "throughput gain")
+    steps = _change_slider(steps_change, "change in steps to target")
     inputs = {
         "price_per_hour_usd": widgets.FloatText(
-            value=price_per_hour_usd, description="price per hour (USD)", style=_STYLE
+            value=price_per_hour_usd, description="price per hour (USD)", style=DESCRIPTION_STYLE
         ),
-        "baseline_hours": widgets.FloatText(value=baseline_hours, description="baseline run (h)", style=_STYLE),
-        "window_hours": widgets.FloatText(value=window_hours, description="nightly window (h)", style=_STYLE),
+        "baseline_hours": widgets.FloatText(
+            value=baseline_hours, description="baseline run (h)", style=DESCRIPTION_STYLE
+        ),
+        "window_hours": widgets.FloatText(
+            value=window_hours, description="nightly window (h)", style=DESCRIPTION_STYLE
+        ),
     }
-    verdict, table, chart = widgets.HTML(), widgets.HTML(), widgets.HTML()
+    box = _predictor_box(gain, steps, inputs)
+    box.prediction = None
+    update = _predictor_update(box)
+    for control in (gain, steps, *inputs.values()):
+        control.observe(update, names="value")
+    update()
+    return box
 
+
+def _change_slider(value: float, description: str) -> widgets.FloatSlider:
+    """A slider over a relative change, CHANGE_MIN..CHANGE_MAX in steps of 1%, read out as a percentage."""
+    return widgets.FloatSlider(
+        value=value,
+        min=CHANGE_MIN,
+        max=CHANGE_MAX,
+        step=0.01,
+        description=description,
+        readout_format="+.0%",
+        continuous_update=True,
+        style=DESCRIPTION_STYLE,
+        layout=widgets.Layout(width="28em"),
+    )
+
+
+def _predictor_box(
+    gain: widgets.FloatSlider, steps: widgets.FloatSlider, inputs: dict[str, widgets.FloatText]
+) -> widgets.VBox:
+    """Lay out the controls and the three outputs, and expose each part as an attribute with its CSS class."""
+    verdict, table, chart = widgets.HTML(), widgets.HTML(), widgets.HTML()
     box = widgets.VBox(
         [
             gain,
@@ -199,7 +218,7 @@ def cost_predictor_widget(
             chart,
         ]
     )
-    _expose(
+    expose(
         box,
         "gpucost-predictor",
         inputs,
@@ -209,21 +228,22 @@ def cost_predictor_widget(
         table=("table", table),
         chart=("chart", chart),
     )
-    box.prediction = None
+    return box
+
+
+def _predictor_update(box: widgets.VBox) -> Callable[..., None]:
+    """The callback every control calls: predict from the controls and redraw, or show why an input is invalid."""
 
     def update(_change=None) -> None:
         try:
-            p = _prediction_from_inputs(gain.value, steps.value, inputs)
+            p = _prediction_from_inputs(box.gain.value, box.steps.value, box.inputs)
         except ValueError as err:
             box.prediction = None
-            verdict.value, table.value, chart.value = _message(err, "prediction"), "", ""
+            box.verdict.value, box.table.value, box.chart.value = invalid_input_html(err, "prediction"), "", ""
             return
         box.prediction = p
-        verdict.value = _predictor_verdict_html(p)
-        table.value = _predictor_table_html(p)
-        chart.value = _predictor_chart_html(p)
+        box.verdict.value = _predictor_verdict_html(p)
+        box.table.value = _predictor_table_html(p)
+        box.chart.value = _predictor_chart_html(p)
 
-    for control in (gain, steps, *inputs.values()):
-        control.observe(update, names="value")
-    update()
-    return box
+    return update

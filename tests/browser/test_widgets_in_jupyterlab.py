@@ -1,7 +1,8 @@
 """The course widgets in a real browser: JupyterLab serves the chapters, headless Chromium runs them and moves a slider.
 
 What a learner does, end to end: open the chapter, Run > Run All Cells, wait for the kernel, move the slider, read
-the verdict and the table. It checks what the Python-only tests (`tests/widgets/test_widgets.py`) cannot: that the widget
+the verdict and the table. It checks what the Python-only tests (`tests/widgets/test_widgets.py`) cannot: that the
+widget
 front end (ipywidgets 8 in JupyterLab 4) renders the widgets, that a slider moved in the page reaches the kernel, and
 that the redrawn HTML comes back to the page.
 
@@ -18,7 +19,8 @@ Expected values, by hand (the course numbers; see tests/widgets/test_widgets.py 
   the 8 h window, $17.50 against $16.80); gain +30% -> 1.25 / 1.30 = 0.962, cheaper (8 x 0.962 = 7.69 h, $16.15).
 
 The chapters are served from a temporary copy of `chapters/`, with autosave off: running them in a browser must
-not write outputs into the committed notebooks (tests/course/test_notebooks.py). Screenshots, before and after each move,
+not write outputs into the committed notebooks (tests/course/test_notebooks.py). Screenshots, before and after
+each move,
 go to `artifacts/browser/` (and a full-page one on failure).
 
 Needs Debian's Chromium at /usr/bin/chromium (`apt-get install -y chromium`; `make test` installs it when it is

@@ -8,6 +8,7 @@ Every expected value here is derived by hand from the fixture written in the tes
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -502,7 +503,7 @@ def test_an_unexpected_error_is_one_line_naming_where_its_report_is(capsys, monk
     def broken(args):
         raise TypeError("a bug\nover two lines")
 
-    monkeypatch.setitem(cli._COMMANDS, "predict", broken)
+    monkeypatch.setitem(cli.COMMANDS, "predict", dataclasses.replace(cli.COMMANDS["predict"], run=broken))
     code, out, err = run_cli(capsys, "predict", "--throughput-gain", "0.2", "--steps-change", "0.25")
     assert code == 70 and out == "" and err.count("\n") == 1, err
     assert err.startswith("gpucost-lab predict: internal error (not your input): TypeError: a bug; the full report")

@@ -36,8 +36,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gpucost_lab import _validate
 from gpucost_lab import timeline as tl
+from gpucost_lab._validate import MAX_PRICE_PER_HOUR_USD, MIN_PRICE_PER_HOUR_USD
 from gpucost_lab.cli import main as cli
 from gpucost_lab.timeline import framing, load
 
@@ -129,7 +129,7 @@ def run(argv: list[str]) -> tuple[int, str, str, dict | None]:
 def _options(command: str) -> list:
     import argparse
 
-    sub = next(a for a in cli._build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return [a for a in sub.choices[command]._actions if a.dest not in ("help", "json")]
 
 
@@ -250,7 +250,7 @@ def check_answer(command: str, argv: list[str], out: str, accepted: dict | None,
 
     if accepted is not None:
         price = _given(argv, "--price-per-hour", 2.10)
-        assert _validate.MIN_PRICE_PER_HOUR_USD <= price <= _validate.MAX_PRICE_PER_HOUR_USD, argv
+        assert MIN_PRICE_PER_HOUR_USD <= price <= MAX_PRICE_PER_HOUR_USD, argv
         if command == "profile-to-cost":
             assert 2 <= accepted["repeats"] <= profile_to_cost.MAX_REPEATS
         elif command == "pipeline":

@@ -1,7 +1,7 @@
 """``gpucost-lab grade-class``: one line and exit 2 for bad input; a small class of the real lab, graded.
 
-Points (the lab's own headings, as in tests/course/test_lab_profile.py): 1 instrument 3, 2 balance 2, 3 dominant 3 (two tests,
-2 + 1), 4 correlate 1, 5 decide 2, 6 act 2, 7 price 2, 8 re-profile 1 = 16; 80% is 12.8. So, by hand:
+Points (the lab's own headings, as in tests/course/test_lab_profile.py): 1 instrument 3, 2 balance 2, 3 dominant 3
+(two tests, 2 + 1), 4 correlate 1, 5 decide 2, 6 act 2, 7 price 2, 8 re-profile 1 = 16; 80% is 12.8. So, by hand:
 every answer 16/16 passed; section 3's answer left as released 16 - 3 = 13, passed (81.25%); the release as
 handed out 0/16, not passed; malformed JSON is not graded (an error row), and the command then exits 1.
 No test here depends on how fast the machine is.

@@ -214,13 +214,12 @@ def test_an_input_error_deep_inside_names_the_flag_typed(capsys, argv, line):
 
 
 def test_the_flag_comes_from_the_error_field_not_from_its_wording(capsys, monkeypatch):
-    from gpucost_lab import InputError
-    from gpucost_lab.cli import main as cli
+    from gpucost_lab import InputError, cost
 
     def refuse(*args, **kwargs):
         raise InputError("price_per_hour_usd", "the price must be > 0 with baseline_hours=8.0, got -1.0")
 
-    monkeypatch.setattr(cli.cost, "predict", refuse)
+    monkeypatch.setattr(cost, "predict", refuse)
     err = cli_error(capsys, "predict", "--throughput-gain", "0.2", "--steps-change", "0.25")
     assert err == (
         "gpucost-lab predict: error: --price-per-hour: the price must be > 0 with --baseline-hours=8.0, got -1.0\n"
@@ -228,11 +227,11 @@ def test_the_flag_comes_from_the_error_field_not_from_its_wording(capsys, monkey
 
 
 def test_a_plain_value_error_still_names_its_first_word_as_the_flag(capsys, monkeypatch):
-    from gpucost_lab.cli import main as cli
+    from gpucost_lab import cost
 
     def refuse(*args, **kwargs):
         raise ValueError("window_hours must be > 0, got 0.0")
 
-    monkeypatch.setattr(cli.cost, "predict", refuse)
+    monkeypatch.setattr(cost, "predict", refuse)
     err = cli_error(capsys, "predict", "--throughput-gain", "0.2", "--steps-change", "0.25")
     assert err == "gpucost-lab predict: error: --window-hours must be > 0, got 0.0\n"

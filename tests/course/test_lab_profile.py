@@ -1,11 +1,13 @@
-"""The real lab: its release matches its source, hides what it must, and grades as the points say.
+"""The real labs: each release matches its source, hides what it must, and grades as the points say.
 
-Points (from the lab's own headings): 1 instrument 3, 2 balance 2, 3 dominant 3, 4 correlate 1, 5 decide 2,
-6 act 2, 7 price 2, 8 re-profile 1 = 16; 80% is 12.8, so 13 points pass and 12 fail.
+The tests every lab shares run once per lab (``LABS`` in labtools.py); below them, this lab's own. The capstone's
+own tests are in test_lab_optimization_plan.py.
+
+Points of profile_training_loop (from the lab's own headings): 1 instrument 3, 2 balance 2, 3 dominant 3,
+4 correlate 1, 5 decide 2, 6 act 2, 7 price 2, 8 re-profile 1 = 16; 80% is 12.8, so 13 points pass and 12 fail.
 """
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,134 +15,123 @@ from pathlib import Path
 import nbformat
 import pytest
 from labtools import (
+    LABS,
+    PLAN,
+    PROFILE,
     ROOT,
-    answered_release,
     cells,
     checks_after,
     course_copy,
     generated_release,
+    instructor_workflow,
     learner_copy,
     meta,
-    release_path,
-    source_path,
     write_submission,
 )
 
 from gpucost_lab.grading import grade
 
-LAB = "profile_training_loop"
-SOURCE = source_path(LAB)
-RELEASE = release_path(LAB)
+MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
+each_lab = pytest.mark.parametrize("lab", LABS, ids=[lab.name for lab in LABS])
 
 
+@each_lab
 @pytest.mark.grading
-def test_release_is_what_nbgrader_generates_from_the_source(tmp_path):
-    fresh = generated_release(LAB, tmp_path)
-    committed = nbformat.read(RELEASE, as_version=4)
+def test_release_is_what_nbgrader_generates_from_the_source(tmp_path, lab):
+    fresh = generated_release(lab.name, tmp_path)
+    committed = nbformat.read(lab.release, as_version=4)
     assert [(c.cell_type, c.source, meta(c)) for c in committed.cells] == [
         (c.cell_type, c.source, meta(c)) for c in fresh.cells
     ], "labs/ drifted from solutions/: run `make labs`"
 
 
-def test_release_holds_no_solution_and_no_hidden_test():
-    text = RELEASE.read_text()
-    for marker in ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"):
+@each_lab
+def test_release_holds_no_solution_and_no_hidden_test(lab):
+    text = lab.release.read_text()
+    for marker in MARKERS:
         assert marker not in text
-    source, release = nbformat.read(SOURCE, as_version=4), nbformat.read(RELEASE, as_version=4)
+    source, release = nbformat.read(lab.source, as_version=4), nbformat.read(lab.release, as_version=4)
+    assert set(cells(source)) == set(cells(release))
     for gid, cell in cells(release).items():
         if meta(cell).get("solution"):
             assert "raise NotImplementedError" in cell.source
             solution = cells(source)[gid].source.split("### BEGIN SOLUTION")[1].split("### END SOLUTION")[0]
             for line in filter(None, (ln.strip() for ln in solution.splitlines())):
                 assert line not in cell.source, f"{gid}: solution line {line!r} leaked into labs/"
+        elif meta(cell).get("grade"):  # a test cell may have no hidden part (some of profile_training_loop's)
+            hidden = cells(source)[gid].source.partition("### BEGIN HIDDEN TESTS")[2].split("### END HIDDEN TESTS")[0]
+            for line in filter(None, (ln.strip() for ln in hidden.splitlines())):
+                if not line.startswith(("from ", "import ")):  # helper imports may repeat the visible part's
+                    assert line not in cell.source, f"{gid}: hidden test line {line!r} leaked into labs/"
 
 
-def test_lab_has_enough_graded_cells_for_80_percent_to_mean_something():
-    graded = [c for c in cells(nbformat.read(SOURCE, as_version=4)).values() if meta(c).get("grade")]
+@each_lab
+def test_lab_has_enough_graded_cells_for_80_percent_to_mean_something(lab):
+    graded = [c for c in cells(nbformat.read(lab.source, as_version=4)).values() if meta(c).get("grade")]
     assert len(graded) >= 8
     assert sum(meta(c)["points"] for c in graded) == 16
 
 
+@each_lab
+def test_all_answers_are_listed(lab):
+    source = nbformat.read(lab.source, as_version=4)
+    assert {gid for gid, c in cells(source).items() if meta(c).get("solution")} == lab.answers
+
+
+@each_lab
 @pytest.mark.grading
-def test_solution_scores_100_percent(tmp_path):
-    submission = write_submission(learner_copy(SOURCE), tmp_path, LAB)  # markers gone, answers in place
-    report = grade(submission, feedback_dir=tmp_path)
-    assert (report.score, report.max_score, report.passed) == (16, 16, True)
+def test_solution_scores_100_percent(tmp_path, lab):
+    submission = write_submission(learner_copy(lab.source), tmp_path, lab.name)  # markers gone, answers in place
+    report = grade(submission, feedback_dir=tmp_path, **lab.grade_options())
+    assert (report.score, report.max_score, report.passed) == (16, 16, True), report.failed
     assert Path(report.feedback_html).exists()
 
 
-def _partial(tmp_path, answered: set) -> Path:
-    """The release with the reference answers of the ``answered`` solution cells filled in."""
-    return write_submission(answered_release(LAB, answered), tmp_path, LAB)
-
-
-ALL_ANSWERS = {
-    "lab_instrument",
-    "lab_balance",
-    "lab_dominant",
-    "lab_correlate",
-    "lab_decide",
-    "lab_act",
-    "lab_price",
-    "lab_revalidate",
-}
+PARTIAL_ANSWERS = [  # (lab, answers left out, points, passed)
+    (PROFILE, set(PROFILE.answers), 0, False),  # the release as handed out
+    (PROFILE, {"lab_dominant"}, 13, True),  # 16 - 3 = 13 of 16: 81.25%
+    (PROFILE, {"lab_dominant", "lab_correlate"}, 12, False),  # 16 - 3 - 1 = 12 of 16: 75%
+    (PLAN, set(PLAN.answers), 0, False),  # the release as handed out
+    (PLAN, {"plan_diagnose"}, 13, True),  # 16 - 3 = 13 of 16: 81.25%
+    (PLAN, {"plan_diagnose", "plan_principle"}, 12, False),  # 16 - 3 - 1 = 12 of 16: 75%
+]
 
 
 @pytest.mark.parametrize(
-    "left_out,points,passed",
-    [
-        (set(ALL_ANSWERS), 0, False),  # the release as handed out
-        ({"lab_dominant"}, 13, True),  # 16 - 3 = 13 of 16: 81.25%
-        ({"lab_dominant", "lab_correlate"}, 12, False),  # 16 - 3 - 1 = 12 of 16: 75%
-    ],
+    "lab,left_out,points,passed", PARTIAL_ANSWERS, ids=[f"{case[0].name}-{case[2]}" for case in PARTIAL_ANSWERS]
 )
 @pytest.mark.grading
-def test_partial_answers_score_their_points(tmp_path, left_out, points, passed):
-    report = grade(_partial(tmp_path, ALL_ANSWERS - left_out), feedback_dir=tmp_path)
+def test_partial_answers_score_their_points(tmp_path, lab, left_out, points, passed):
+    report = grade(lab.partial(tmp_path, lab.answers - left_out), feedback_dir=tmp_path, **lab.grade_options())
     assert report.max_score == 16
     assert report.score == points and report.passed is passed
-    assert {f["cell"] for f in report.failed} == set().union(*(checks_after(LAB, gid) for gid in left_out))
+    assert {f["cell"] for f in report.failed} == set().union(*(checks_after(lab.name, gid) for gid in left_out))
 
 
+@each_lab
 @pytest.mark.grading
-def test_cli_grade_exit_codes(tmp_path):
+def test_cli_grade_exits_1_for_a_failing_submission(tmp_path, lab):
     script = Path(sys.executable).with_name("gpucost-lab")
     failing = subprocess.run(
-        [str(script), "grade", str(_partial(tmp_path, set())), "--json"], capture_output=True, text=True, timeout=600
+        [str(script), "grade", str(lab.partial(tmp_path, set())), *lab.cli_options(), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
-    assert failing.returncode == 1
-    assert json.loads(failing.stdout)["passed"] is False
+    assert failing.returncode == 1, failing.stderr
+    report = json.loads(failing.stdout)
+    assert (report["passed"], report["max_score"]) == (False, 16)
 
 
+@each_lab
 @pytest.mark.grading
-def test_instructor_workflow_from_the_readme(tmp_path):
+def test_instructor_workflow_from_the_readme(tmp_path, lab):
     """generate_assignment, autograde, generate_feedback and export, as the README lists them, on a copy of
     the course."""
-    import csv
-    import os
-
-    course = course_copy(tmp_path)
-    bin_dir = Path(sys.executable).parent
-    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")  # as after `. .venv/bin/activate`
-
-    def nbgrader(*args):
-        proc = subprocess.run(
-            [str(bin_dir / "nbgrader"), *args], cwd=course, env=env, capture_output=True, text=True, timeout=600
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
-
-    nbgrader("generate_assignment", LAB, "--force")
-    for student, answered in [("alice", ALL_ANSWERS), ("bob", set())]:
-        target = course / "submitted" / student / LAB
-        target.mkdir(parents=True)
-        shutil.copy(_partial(tmp_path, answered), target / f"{LAB}.ipynb")
-    nbgrader("autograde", LAB)
-    nbgrader("generate_feedback", LAB)
-    nbgrader("export", "--to", "grades.csv")
-    assert (course / "feedback" / "alice" / LAB / f"{LAB}.html").exists()
-    with open(course / "grades.csv", newline="") as fh:
-        rows = {r["student_id"]: r for r in csv.DictReader(fh)}
-    assert {s: (float(r["score"]), float(r["max_score"]), r["passed"]) for s, r in rows.items()} == {
+    course, rows = instructor_workflow(lab.name, {"alice": set(lab.answers), "bob": set()}, tmp_path)
+    assert (course / "feedback" / "alice" / lab.name / f"{lab.name}.html").exists()
+    assert {r["assignment"] for r in rows} == {lab.name}  # the gradebook holds only the lab graded
+    assert {r["student_id"]: (float(r["score"]), float(r["max_score"]), r["passed"]) for r in rows} == {
         "alice": (16, 16, "True"),
         "bob": (0, 16, "False"),
     }
@@ -165,5 +156,5 @@ def test_source_root_is_found_from_the_course_folder_when_installed_elsewhere(tm
 def test_the_assignment_is_recognised_from_the_submission():
     from gpucost_lab.grading import detect_assignment
 
-    assert detect_assignment(ROOT / "solutions", nbformat.read(RELEASE, as_version=4)) == LAB
+    assert detect_assignment(ROOT / "solutions", nbformat.read(PROFILE.release, as_version=4)) == PROFILE.name
     assert detect_assignment(ROOT / "solutions", nbformat.v4.new_notebook()) is None

@@ -11,7 +11,7 @@ from labtools import is_check, learner_copy, meta, release_path, source_path
 
 from gpucost_lab.course.variants import lab_variant
 from gpucost_lab.grading import grade, self_check
-from gpucost_lab.grading.execute import HIDDEN_BEGIN, HIDDEN_MARK
+from gpucost_lab.grading.checks import HIDDEN_BEGIN, HIDDEN_MARK
 from gpucost_lab.grading.sandbox import unavailable_reason
 from gpucost_lab.loop.phases import PhaseTimer
 from gpucost_lab.loop.simulated import LOOP_LEVERS, run_instrumented

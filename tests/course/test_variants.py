@@ -1,6 +1,6 @@
-"""Per-learner variants of the labs (gpucost_lab.course.variants): the self-study numbers are the ones the lab text states,
-an id always gives the same numbers, and every learner's job has one clear answer per question that differs from
-the self-study answer by more than the checks' tolerance (so numbers copied from a run of solutions/ score 0)."""
+"""Per-learner variants of the labs (gpucost_lab.course.variants): the self-study numbers are the ones the lab text
+states, an id always gives the same numbers, and every learner's job has one clear answer per question that differs
+from the self-study answer by more than the checks' tolerance (so numbers copied from a run of solutions/ score 0)."""
 
 import dataclasses
 import math

@@ -19,6 +19,7 @@ import pytest
 
 from gpucost_lab import grading
 from gpucost_lab.cli.main import main
+from gpucost_lab.grading.course import course_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE_ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "grading" / "solutions"
@@ -217,7 +218,7 @@ def test_infinite_loop_fails_its_cell_only_and_edited_tests_are_restored(tmp_pat
     # bounded: one 4 s timeout, plus kernel start and nbgrader (~10-15 s on a busy 2-core machine). A guard against
     # a hang only, so generous; that nbgrader gets the 4 s limit is checked on its config, not on the clock
     assert time.monotonic() - start < 4 + 300
-    assert grading._config(tmp_path, 4).SandboxedExecute.timeout == 4
+    assert course_config(tmp_path, 4).SandboxedExecute.timeout == 4
     # Q2 times out; Q3 and Q5, after it, still pass: 3 + 2 + 1 = 6. Q4's test is the instructor's again: fails.
     assert (report.score, report.max_score, report.passed) == (6, 10, False)
     failed = {f["cell"]: f for f in report.failed}

@@ -1,7 +1,7 @@
 """Grading a class: submissions built from the real lab, with verdicts known by hand.
 
-Points (the lab's own headings, as in tests/course/test_lab_profile.py): 3 + 2 + 3 + 1 + 2 + 2 + 2 + 1 = 16; 80% is 12.8.
-Every reference answer: 16 / 16, passed. The release as handed out: 0 / 16, not passed. Malformed JSON: an
+Points (the lab's own headings, as in tests/course/test_lab_profile.py): 3 + 2 + 3 + 1 + 2 + 2 + 2 + 1 = 16; 80% is
+12.8. Every reference answer: 16 / 16, passed. The release as handed out: 0 / 16, not passed. Malformed JSON: an
 error row, not a crash, and the other students are still graded.
 """
 

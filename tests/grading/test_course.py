@@ -1,7 +1,8 @@
-"""The course's grading configuration and the ways grading can fail, on the fixture lab of tests/grading/test_autograde.py
-(tests/fixtures/grading/solutions/mini_lab, 10 points): the repository's nbgrader_config.py, the pass mark, bad
-input (``ValueError``, one line and exit status 2), nbgrader's own failures (``GradingError``, no grade given: one
-line and exit status 2 on the command line too), the ``nbgrader export`` plugin, and the README's keys.
+"""The course's grading configuration and the ways grading can fail, on the fixture lab of
+tests/grading/test_autograde.py (tests/fixtures/grading/solutions/mini_lab, 10 points): the repository's
+nbgrader_config.py, the pass mark, bad input (``ValueError``, one line and exit status 2), nbgrader's own failures
+(``GradingError``, no grade given: one line and exit status 2 on the command line too), the ``nbgrader export``
+plugin, and the README's keys.
 """
 
 import csv
@@ -126,14 +127,14 @@ def test_a_submission_nbgrader_cannot_autograde_is_a_grading_error_not_a_grade(t
 
     from gpucost_lab.grading import autograde
 
-    real = autograde._convert
+    real = autograde.run_converter
 
     def disk_full_at_autograde(config, converter_class, **traits):
         if converter_class is Autograde:  # nbgrader's own failure, whatever the submission holds
             return "OSError: [Errno 28] No space left on device"
         return real(config, converter_class, **traits)
 
-    monkeypatch.setattr(autograde, "_convert", disk_full_at_autograde)
+    monkeypatch.setattr(autograde, "run_converter", disk_full_at_autograde)
     submission = shutil.copy(SOURCE_NB, tmp_path / "mini_lab.ipynb")  # every answer right: no grade all the same
     with pytest.raises(grading.GradingError, match="nbgrader could not autograde it: OSError: .*No space left"):
         grade_fixture(submission)

@@ -95,11 +95,11 @@ def test_only_plain_files_are_copied_and_read(submission, tmp_path):
 
 
 def test_the_sandbox_gets_only_the_plain_files_and_the_log_names_the_others(submission, tmp_path, caplog):
-    from gpucost_lab.grading.execute import _copy_submission  # what nbgrader's autograde copies into the sandbox
+    from gpucost_lab.grading.run import copy_submission  # what nbgrader's autograde copies into the sandbox
 
     dest = tmp_path / "sandbox"
     with caplog.at_level(logging.WARNING):
-        _copy_submission(submission, dest)
+        copy_submission(submission, dest)
     assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == ["answers.txt"]
     logged = [r.getMessage() for r in caplog.records]
     assert len(logged) == 4

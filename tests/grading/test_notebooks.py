@@ -17,12 +17,12 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
-from grading.test_attacks import RIGHT, SOURCE_ROOT, notebook
 
 from gpucost_lab.grading import kernel_command, notebooks
 from gpucost_lab.grading.gradebook_cells import GradebookCells
 from gpucost_lab.grading.run import MAX_MESSAGE_BYTES, run_submission
 from gpucost_lab.grading.sandbox import Limits, SandboxUnavailable, unavailable_reason
+from grading.test_attacks import RIGHT, SOURCE_ROOT, notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 sandboxed = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox: {unavailable_reason()}")

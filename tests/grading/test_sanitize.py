@@ -319,11 +319,11 @@ def test_a_style_sheet_keeps_no_rule_that_reaches_outside_a_table(sheet):
 
 
 def test_stream_and_error_outputs_are_kept_as_they_are():
-    from gpucost_lab.grading.execute import _error
+    from gpucost_lab.grading.checks import error_output
 
     outputs = [
         new_output("stream", name="stdout", text=f"<script>{flag('stream')}</script>\n"),  # escaped by the page
-        _error("the check `assert abs(step_time_s - 0.25) < 1e-9` failed"),  # the grader's reason a test failed
+        error_output("the check `assert abs(step_time_s - 0.25) < 1e-9` failed"),  # the grader's reason a test failed
     ]
     nb = sanitized(one_cell_notebook(new_code_cell("", outputs=copy.deepcopy(outputs))))
     assert nb.cells[0].outputs == outputs
@@ -559,14 +559,14 @@ def test_feedback_and_formgrader_of_a_notebook_autograded_before_are_sanitized(u
     from nbgrader.converters import GenerateFeedback
     from nbgrader.server_extensions.formgrader import handlers
 
-    from gpucost_lab.grading.course import _config, _convert
+    from gpucost_lab.grading.course import course_config, run_converter
 
     _, course = unsanitized
     autograded = _autograded(course)
     assert "application/javascript" in autograded.read_text(encoding="utf-8")  # written without the sanitizer
 
-    config = _config(course.path, 30)  # the course's configuration, as nbgrader_config.py gives it
-    assert _convert(config, GenerateFeedback, assignment_id=LAB, student_id="student") is None
+    config = course_config(course.path, 30)  # the course's configuration, as nbgrader_config.py gives it
+    assert run_converter(config, GenerateFeedback, assignment_id=LAB, student_id="student") is None
     page = (course.path / "feedback" / "student" / LAB / f"{LAB}.html").read_text(encoding="utf-8")
     assert active(page) == [] and "Score: 16.0 / 16.0" in page
 
@@ -585,7 +585,7 @@ def test_feedback_and_formgrader_of_a_notebook_autograded_before_are_sanitized(u
     }
     views = {}
     for which, preprocessors in (("course", None), ("control", [])):
-        config = _config(course.path, 30)
+        config = course_config(course.path, 30)
         config.HTMLExporter.template_name = "formgrade"
         config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
         if preprocessors is not None:

@@ -23,11 +23,11 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
-from grading.test_attacks import ATTACKS, POINTS, RIGHT, SOURCE_ROOT, grade_id, notebook
 
 from gpucost_lab import grading
 from gpucost_lab.grading.classes import grade_class
 from gpucost_lab.grading.sandbox import unavailable_reason
+from grading.test_attacks import ATTACKS, POINTS, RIGHT, SOURCE_ROOT, grade_id, notebook
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSIGNMENT = "mini_lab"
@@ -35,7 +35,7 @@ VENV_BIN = Path(sys.executable).parent
 TIMEOUT_S = 10  # per cell; a correct answer of the mini lab takes milliseconds
 FULL = 3 + 2 + 2 + 2 + 1
 TESTS = {f"{q}_test": points for q, points in POINTS.items()}  # the graded cells and their points
-JUNK = 3000  # trivial code cells a learner adds: three times the grader's cap on cells run (execute.MAX_CELLS)
+JUNK = 3000  # trivial code cells a learner adds: three times the grader's cap on cells run (run.MAX_CELLS)
 
 pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox: {unavailable_reason()}")
 

@@ -23,9 +23,9 @@ from hubrun import ROOT, HubError, HubRun, hubctl
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 import class_autograding  # noqa: E402
-from nbformat.v4 import new_code_cell, new_markdown_cell  # noqa: E402
 from grading.test_sanitize import HOSTILE_CELL, HOSTILE_MARKDOWN  # noqa: E402
 from grading.test_workflow_attacks import gradebook_writer  # noqa: E402
+from nbformat.v4 import new_code_cell, new_markdown_cell  # noqa: E402
 
 LAB = hubctl.LAB
 NOTEBOOK = f"{LAB}/{LAB}.ipynb"  # where fetch puts it, relative to the learner's home

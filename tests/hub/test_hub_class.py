@@ -30,8 +30,8 @@ import sys
 
 import pytest
 from classflow import HOSTILE, LAB, NOTEBOOK, gradebook, run_class
-from hubrun import HubError, HubRun
 from grading.test_sanitize import active
+from hubrun import HubError, HubRun
 
 from gpucost_lab.grading.export import export_grades
 

@@ -20,6 +20,7 @@ from gpucost_lab.loop.phases import (
     suggest_lever,
     what_if,
 )
+from gpucost_lab.measure import device as measure_device
 
 
 class ScriptedClock:
@@ -92,7 +93,7 @@ def test_the_default_synchronizer_comes_from_the_device(monkeypatch):
         asked.append(device)
         return lambda: calls.append("sync")
 
-    monkeypatch.setattr(phases._device, "synchronizer", synchronizer)
+    monkeypatch.setattr(measure_device, "synchronizer", synchronizer)
     timer = PhaseTimer(clock=itertools.count().__next__, device="cpu")
     with timer.phase("data"):
         pass
@@ -321,30 +322,6 @@ def test_phase_timer_synchronizes_cuda_by_default():
         a.sum().item()
     assert timer.calls == {"forward_backward": 1, "logging": 1}
     assert timer.dominant() == "forward_backward"  # the queued matmuls are charged where they were launched
-
-
-def test_latencies_under_load_include_queueing():
-    import time as _time
-
-    from gpucost_lab.loop.phases import latencies_under_load
-
-    # 8 requests of 20 ms each, 2 at a time: they finish in pairs after at least 20, 40, 60 and 80 ms
-    latencies = sorted(latencies_under_load(lambda: _time.sleep(0.02), requests=8, concurrency=2))
-    floors = [0.02 * (k // 2 + 1) for k in range(8)]
-    assert all(lat >= floor - 1e-3 for lat, floor in zip(latencies, floors))
-    summary = latency_percentiles(latencies)
-    assert summary["count"] == 8 and summary["p99_s"] >= summary["p50_s"] >= 0.04 - 1e-3
-
-
-@pytest.mark.parametrize(
-    "kwargs,field",
-    [({"requests": 0, "concurrency": 1}, "requests"), ({"requests": 1, "concurrency": 0}, "concurrency")],
-)
-def test_latencies_under_load_bad_arguments(kwargs, field):
-    from gpucost_lab.loop.phases import latencies_under_load
-
-    with pytest.raises(ValueError, match=field):
-        latencies_under_load(lambda: None, **kwargs)
 
 
 def test_the_phases_are_named_once():

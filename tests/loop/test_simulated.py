@@ -349,7 +349,8 @@ def test_the_true_balance_is_the_timer_s_table():
 
 def test_the_profile_lab_setup_imports_without_torch():
     # the lab's setup cell, run in every graded submission's kernel: the simulated loop never needs a tensor
-    code = "import sys, gpucost_lab.loop.phases, gpucost_lab.loop.simulated, gpucost_lab.course.variants; print('torch' in sys.modules)"
+    modules = "gpucost_lab.loop.phases, gpucost_lab.loop.simulated, gpucost_lab.course.variants"
+    code = f"import sys, {modules}; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "False\n"
 
 

@@ -9,15 +9,29 @@ from gpucost_lab.measure.async_device import AsyncDevice
 from gpucost_lab.measure.timing import measure, measure_unsynchronized
 
 
+class Finished:
+    """Counts the launched functions that have finished running: ``launch(finished.after(fn))``."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def after(self, fn=lambda: None):
+        def run():
+            fn()
+            self.count += 1
+
+        return run
+
+
 def test_launch_returns_before_the_work_runs_and_synchronize_waits():
-    gate = threading.Event()
+    gate, finished = threading.Event(), Finished()
     with AsyncDevice() as dev:
-        dev.launch(gate.wait)
-        dev.launch(lambda: None)
-        assert dev.completed == 0  # both still queued behind the gate
+        dev.launch(finished.after(gate.wait))
+        dev.launch(finished.after())
+        assert finished.count == 0  # both still queued behind the gate
         gate.set()
         dev.synchronize()
-        assert dev.completed == 2
+        assert finished.count == 2
 
 
 def test_work_runs_in_launch_order():
@@ -41,27 +55,28 @@ def test_an_error_surfaces_at_synchronize():
 def test_unsynchronized_timing_stops_the_clock_before_the_work(contract):
     # The real device thread, on a clock that reads the work done, not this machine's speed: each finished device
     # step is 5 ms of device time and each launch 1 us of host time (as FakeAsyncDevice in tests/conftest.py).
+    finished = Finished()
     with AsyncDevice() as dev:
         launches = 0
 
         def step():
             nonlocal launches
             launches += 1
-            dev.launch(lambda: None)
+            dev.launch(finished.after())
 
         def clock():
-            return dev.completed * 0.005 + launches * 1e-6
+            return finished.count * 0.005 + launches * 1e-6
 
         c = contract(warmup_steps=1, measured_steps=10, repeats=2)
         synced = measure(step, c, synchronize=dev.synchronize, clock=clock)
         gate = threading.Event()
-        dev.launch(gate.wait)  # holds every later launch in the queue until it opens
-        done_before = dev.completed
+        dev.launch(finished.after(gate.wait))  # holds every later launch in the queue until it opens
+        done_before = finished.count
         unsynced = measure_unsynchronized(step, c, clock=clock)
-        ran_while_timed = dev.completed - done_before
+        ran_while_timed = finished.count - done_before
         gate.set()
         dev.synchronize()
-        assert dev.completed == done_before + 1 + 1 + 2 * 10  # the gate, the warm-up step, both repeats
+        assert finished.count == done_before + 1 + 1 + 2 * 10  # the gate, the warm-up step, both repeats
     # synchronized: each repeat waits for its 10 steps, 10 x 5 ms of work + 10 x 1 us of launches
     assert synced.repeat_times_s == pytest.approx((10 * 0.005 + 10 * 1e-6,) * 2)
     # unsynchronized: the clock stopped with no step run, so only the 10 launches (10 us) were timed

@@ -10,7 +10,7 @@ import random
 import pytest
 
 from gpucost_lab.cost import measured_cost_per_unit, measured_cost_to_target
-from gpucost_lab.measure.compare import MAX_ROUNDS, Comparison, compare_steps, interleaved_blocks, random_round_orders
+from gpucost_lab.measure.compare import MAX_ROUNDS, ROUND_ORDERS, Comparison, compare_steps, interleaved_blocks
 from gpucost_lab.measure.contract import ContractMismatch
 
 
@@ -29,6 +29,12 @@ class FakeMachine:
             self.now_s += duration_s * self.slowdown(self.now_s) * self.noise()
 
         return run
+
+
+def random_round_orders(rounds: int, seed: int) -> tuple[str, ...]:
+    """``rounds`` orders, each "ABBA" or "BAAB" with probability 1/2, drawn as compare_steps draws them."""
+    rng = random.Random(seed)
+    return tuple(rng.choice(ROUND_ORDERS) for _ in range(rounds))
 
 
 def _blocks(log: list[str], steps: int) -> str:

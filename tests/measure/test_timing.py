@@ -82,7 +82,7 @@ def test_statistics_from_a_scripted_clock(contract):
     m = measure(lambda: None, contract(), clock=lambda: next(ticks))
     assert m.units_per_s.values == pytest.approx((5120, 6400, 4096))
     assert m.units_per_s_geomean == pytest.approx(5120)
-    low, high = m.units_per_s_ci95
+    low, high = m.units_per_s.ci95_low, m.units_per_s.ci95_high
     assert low < 4096 < 6400 < high  # three spread values: a wide interval
 
 

@@ -1,5 +1,5 @@
-"""The ledger's whole step (gpucost_lab.memory.ledger, "The whole step"): backward's working memory and the gradients that
-zero_grad() frees between steps, against hand computations, and the measurement that feeds them.
+"""The ledger's whole step (gpucost_lab.memory.ledger, "The whole step"): backward's working memory and the
+gradients that zero_grad() frees between steps, against hand computations, and the measurement that feeds them.
 
 Hand case: static 10 GB of which gradients 4 GB, 4 blocks, 1 GB of activations per sample, backward's working
 memory 0.5 GB per sample, keep fraction 0.5 (full recomputation), a 20 GB device with no reserve.

@@ -31,10 +31,10 @@ H200 = "NVIDIA H200"
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="3" time="3.1">
-<testcase classname="tests.test_gpu" name="test_contract_records_the_gpu" time="0.500" />
-<testcase classname="tests.test_gpu" name="test_unsynchronized" time="1.250">
+<testcase classname="tests.project.test_gpu" name="test_contract_records_the_gpu" time="0.500" />
+<testcase classname="tests.project.test_gpu" name="test_unsynchronized" time="1.250">
   <failure message="assert 1.4 &gt; 2">trace</failure></testcase>
-<testcase classname="tests.test_quality" name="test_half[fp16-amp]" time="0.000">
+<testcase classname="tests.quality.test_parity" name="test_half[fp16-amp]" time="0.000">
   <skipped type="pytest.skip" message="needs CUDA">skipped</skipped></testcase>
 </testsuite></testsuites>
 """

@@ -12,8 +12,15 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpucost_lab.quality.parity import DTYPE_TOLERANCE, ParityReport, check_parity, compare_to_target, price_to_target
-from gpucost_lab.quality.seeds import SeedRuns, check_parity_over_seeds, compare_over_seeds, train_over_seeds
+from gpucost_lab.quality.parity import (
+    DTYPE_TOLERANCE,
+    ParityReport,
+    ParityRuns,
+    check_parity,
+    compare_to_target,
+    price_to_target,
+)
+from gpucost_lab.quality.seeds import SeedRuns, train_over_seeds
 from gpucost_lab.quality.tasks import ClassificationTask, SequenceTask
 from gpucost_lab.quality.train import TrainingStep, TrainResult, autocast, train_to_target
 
@@ -44,13 +51,13 @@ def result(
 
 def test_declared_tolerances_give_half_precision_more_room():
     assert DTYPE_TOLERANCE["fp32"] == 0.005
-    assert DTYPE_TOLERANCE["bf16-autocast"] == DTYPE_TOLERANCE["fp16-amp"] == 0.01
+    assert DTYPE_TOLERANCE["bf16-mixed"] == DTYPE_TOLERANCE["fp16-mixed"] == 0.01
     with pytest.raises(TypeError):
         DTYPE_TOLERANCE["fp32"] = 0.1  # declared once, read-only
 
 
 def test_a_candidate_within_tolerance_passes_and_names_the_steps_change():
-    report = check_parity(result(steps=100, acc=0.853), result(steps=120, acc=0.851, precision="bf16-autocast"))
+    report = check_parity(result(steps=100, acc=0.853), result(steps=120, acc=0.851, precision="bf16-mixed"))
     assert report.passed and report.reasons == ()
     assert report.tolerance == 0.01  # from the candidate's precision
     assert (report.baseline_steps_to_target, report.candidate_steps_to_target) == (100, 120)
@@ -62,13 +69,13 @@ def test_a_candidate_within_tolerance_passes_and_names_the_steps_change():
 
 def test_a_candidate_below_baseline_minus_tolerance_fails_with_the_numbers():
     # both reached 0.80; 0.812 < 0.853 - 0.010 = 0.843
-    report = check_parity(result(acc=0.853, target=0.80), result(acc=0.812, target=0.80, precision="bf16-autocast"))
+    report = check_parity(result(acc=0.853, target=0.80), result(acc=0.812, target=0.80, precision="bf16-mixed"))
     assert not report.passed
     assert report.reasons == ("candidate accuracy 0.812 is below baseline 0.853 - 0.010",)
 
 
 def test_a_candidate_that_missed_the_target_fails():
-    report = check_parity(result(acc=0.853), result(reached=False, acc=0.84, max_steps=300, precision="bf16-autocast"))
+    report = check_parity(result(acc=0.853), result(reached=False, acc=0.84, max_steps=300, precision="bf16-mixed"))
     assert not report.passed
     assert report.candidate_steps_to_target is None and report.steps_change is None
     # 0.84 >= 0.853 - 0.01 = 0.843 is false as well: two reasons
@@ -93,7 +100,7 @@ def test_different_targets_and_metrics_are_not_comparable():
 def test_the_tolerance_defaults_from_the_precision_and_can_be_given():
     base, cand = result(acc=0.860), result(acc=0.852)  # shortfall 0.008
     assert not check_parity(base, cand).passed  # fp32: 0.008 > 0.005
-    assert check_parity(base, cand, precision="bf16-autocast").passed  # 0.008 <= 0.01
+    assert check_parity(base, cand, precision="bf16-mixed").passed  # 0.008 <= 0.01
     assert check_parity(base, cand, tolerance=0.008).passed  # exactly at the tolerance passes
     assert not check_parity(base, cand, tolerance=0.007).passed
 
@@ -141,18 +148,18 @@ def test_old_style_train_results_still_compare():
 
 def test_fp16_amp_needs_cuda_and_unknown_precisions_are_refused():
     task = ClassificationTask(train_samples=64, val_samples=16)
-    with pytest.raises(ValueError, match="fp16-amp.*needs CUDA"):
-        train_to_target(task, precision="fp16-amp", device="cpu")
+    with pytest.raises(ValueError, match="fp16-mixed.*needs CUDA"):
+        train_to_target(task, precision="fp16-mixed", device="cpu")
     with pytest.raises(ValueError, match="precision must be one of"):
         train_to_target(task, precision="int8")
-    with pytest.raises(ValueError, match="fp16-amp.*needs CUDA"):
-        TrainingStep(task, 8, precision="fp16-amp")
+    with pytest.raises(ValueError, match="fp16-mixed.*needs CUDA"):
+        TrainingStep(task, 8, precision="fp16-mixed")
 
 
 def test_bf16_autocast_runs_the_matmuls_in_bfloat16_with_fp32_weights():
     model = ClassificationTask().model()
     x = torch.randn(4, 32)
-    with autocast("bf16-autocast", "cpu"):
+    with autocast("bf16-mixed", "cpu"):
         out = model(x)
     assert out.dtype == torch.bfloat16  # torch's CPU autocast casts linear to bfloat16
     assert all(p.dtype == torch.float32 for p in model.parameters())
@@ -162,9 +169,9 @@ def test_bf16_autocast_runs_the_matmuls_in_bfloat16_with_fp32_weights():
 
 def test_fp32_and_bf16_reach_the_same_target_with_parity():
     task = ClassificationTask()
-    baseline, candidate, parity = compare_to_target(task, {}, {"precision": "bf16-autocast"})
-    assert candidate == train_to_target(task, precision="bf16-autocast")  # deterministic under the seed
-    assert baseline.precision == "fp32" and candidate.precision == "bf16-autocast"
+    baseline, candidate, parity = compare_to_target(task, {}, {"precision": "bf16-mixed"})
+    assert candidate == train_to_target(task, precision="bf16-mixed")  # deterministic under the seed
+    assert baseline.precision == "fp32" and candidate.precision == "bf16-mixed"
     for r in (baseline, candidate):
         assert r.reached and r.final_val_accuracy >= 0.85 and r.samples_to_target == r.steps_to_target * 64
     assert isinstance(parity, ParityReport) and parity.passed and parity.tolerance == 0.01
@@ -176,7 +183,7 @@ def test_fp32_and_bf16_reach_the_same_target_with_parity():
 @pytest.fixture(scope="module")
 def sequence_runs():
     task = SequenceTask()
-    return task, compare_to_target(task, {}, {"precision": "bf16-autocast"})
+    return task, compare_to_target(task, {}, {"precision": "bf16-mixed"})
 
 
 def test_sequence_data_is_seeded_shifted_by_one_and_follows_the_rule():
@@ -238,7 +245,7 @@ def test_bad_sequence_tasks_name_the_field(kwargs, field):
 
 
 @needs_cuda
-@pytest.mark.parametrize("precision", ["bf16-autocast", "fp16-amp"])
+@pytest.mark.parametrize("precision", ["bf16-mixed", "fp16-mixed"])
 def test_half_precision_on_cuda_reaches_the_target_with_parity(precision):
     task = ClassificationTask()
     baseline, candidate, parity = compare_to_target(
@@ -311,7 +318,7 @@ def test_seed_runs_without_a_budget_have_no_accuracy_at_budget():
         _ = runs.accuracy_at_budget_values
     assert runs.to_dict()["accuracy_at_budget"] is None
     with pytest.raises(ValueError, match="baseline.budget_steps must be an integer, got None"):
-        check_parity_over_seeds(runs, study((0.855,) * 3))
+        check_parity(runs, study((0.855,) * 3))
 
 
 @pytest.mark.parametrize(
@@ -321,7 +328,7 @@ def test_seed_runs_without_a_budget_have_no_accuracy_at_budget():
         ((seeded(0), "run"), r"runs\[1\] must be a TrainResult"),
         ((dataclasses.replace(seeded(0), seed=None),), r"runs\[0\].seed must be an integer"),
         ((seeded(0), seeded(0)), "distinct seeds"),
-        ((seeded(0), seeded(1, precision="bf16-autocast")), r"runs\[\*\].precision must be the same"),
+        ((seeded(0), seeded(1, precision="bf16-mixed")), r"runs\[\*\].precision must be the same"),
         ((seeded(0), seeded(1, budget=200)), r"runs\[\*\].budget_steps must be the same"),
         ((seeded(0), seeded(1, batch=128)), r"runs\[\*\].batch_size must be the same"),
     ],
@@ -334,7 +341,7 @@ def test_a_seed_study_is_one_config_over_distinct_seeds(runs, message):
 def test_parity_over_seeds_compares_mean_accuracy_at_the_budget():
     base = study((0.856, 0.854, 0.853))  # mean 0.854333
     cand = study((0.855, 0.852, 0.851), steps=(40, 41, 61))  # mean 0.852667: 0.001667 short, within 0.005
-    report = check_parity_over_seeds(base, cand)
+    report = check_parity(base, cand)
     assert report.passed and report.reasons == () and report.tolerance == 0.005
     assert report.baseline_metric == pytest.approx(0.854333333) and report.candidate_metric == pytest.approx(
         0.852666667
@@ -351,26 +358,26 @@ def test_parity_over_seeds_compares_mean_accuracy_at_the_budget():
 
 def test_parity_over_seeds_names_every_seed_that_missed_the_target():
     base = study((0.856, 0.854, 0.853))
-    report = check_parity_over_seeds(base, study((0.856, 0.853, 0.854), missed=(1,)))
+    report = check_parity(base, study((0.856, 0.853, 0.854), missed=(1,)))
     assert not report.passed and report.candidate_steps_to_target is None and report.steps_change is None
     assert report.candidate_steps_per_seed == (85, None, 113)
     assert report.reasons == ("candidate did not reach the target 0.85 within 300 steps with seed 1",)
-    report = check_parity_over_seeds(study((0.856, 0.854, 0.853), missed=(0, 2)), base)
+    report = check_parity(study((0.856, 0.854, 0.853), missed=(0, 2)), base)
     assert report.reasons == ("baseline did not reach the target 0.85 within 300 steps with seeds 0, 2",)
 
 
 def test_parity_over_seeds_tolerance_follows_the_candidate_dtype():
     base = study((0.860, 0.860, 0.860))
     short = (0.852, 0.852, 0.852)  # mean shortfall 0.008
-    report = check_parity_over_seeds(base, study(short))
+    report = check_parity(base, study(short))
     assert not report.passed  # fp32: 0.008 > 0.005
     assert report.reasons == (
         "candidate mean accuracy after 300 steps 0.852 over seeds 0, 1, 2 is below baseline 0.860 - 0.005",
     )
-    assert check_parity_over_seeds(base, study(short, precision="bf16-autocast")).passed  # 0.008 <= 0.01
-    assert check_parity_over_seeds(base, study(short), precision="fp16-amp").passed
-    assert check_parity_over_seeds(base, study(short), tolerance=0.008).passed  # exactly at the tolerance
-    assert not check_parity_over_seeds(base, study(short), tolerance=0.007).passed
+    assert check_parity(base, study(short, precision="bf16-mixed")).passed  # 0.008 <= 0.01
+    assert check_parity(base, study(short), precision="fp16-mixed").passed
+    assert check_parity(base, study(short), tolerance=0.008).passed  # exactly at the tolerance
+    assert not check_parity(base, study(short), tolerance=0.007).passed
 
 
 @given(accs=st.lists(st.floats(0.5, 1.0), min_size=6, max_size=6), tol=st.floats(0.0, 0.05))
@@ -379,23 +386,23 @@ def test_parity_over_seeds_holds_exactly_when_the_mean_shortfall_is_within_toler
     shortfall = sum(accs[:3]) / 3 - sum(accs[3:]) / 3
     if abs(shortfall - tol) < 1e-9:
         return  # the boundary itself is covered by the exact test above
-    assert check_parity_over_seeds(base, cand, tolerance=tol).passed == (shortfall <= tol)
+    assert check_parity(base, cand, tolerance=tol).passed == (shortfall <= tol)
 
 
 def test_parity_over_seeds_needs_the_same_seeds_budget_target_and_enough_seeds():
     base = study((0.855,) * 3)
-    assert check_parity_over_seeds(base, study((0.855,) * 3, seeds=(0, 1, 3))).reasons == (
+    assert check_parity(base, study((0.855,) * 3, seeds=(0, 1, 3))).reasons == (
         "the seeds differ: baseline 0, 1, 2, candidate 0, 1, 3; compare over the same seeds",
     )
-    assert check_parity_over_seeds(base, study((0.855,) * 3, budget=200)).reasons == (
+    assert check_parity(base, study((0.855,) * 3, budget=200)).reasons == (
         "the step budgets differ: baseline 300, candidate 200; compare after the same number of steps",
     )
-    assert check_parity_over_seeds(base, study((0.855,) * 3, target=0.8)).reasons == (
+    assert check_parity(base, study((0.855,) * 3, target=0.8)).reasons == (
         "the targets differ: baseline 0.85, candidate 0.8; compare at the same target",
     )
     two = study((0.855,) * 2, seeds=(0, 1))
-    assert check_parity_over_seeds(two, two).reasons == ("only 2 seeds (0, 1); parity across seeds needs at least 3",)
-    assert check_parity_over_seeds(two, two, min_seeds=2).passed
+    assert check_parity(two, two).reasons == ("only 2 seeds (0, 1); parity across seeds needs at least 3",)
+    assert check_parity(two, two, min_seeds=2).passed
 
 
 @pytest.mark.parametrize(
@@ -410,7 +417,36 @@ def test_parity_over_seeds_needs_the_same_seeds_budget_target_and_enough_seeds()
 def test_bad_parity_over_seeds_arguments_name_the_field(kwargs, message):
     args = {"baseline": study((0.855,) * 3), "candidate": study((0.855,) * 3), **kwargs}
     with pytest.raises(ValueError, match=message):
-        check_parity_over_seeds(**args)
+        check_parity(**args)
+
+
+def test_one_run_each_is_the_one_seed_case_of_the_same_check():
+    # the same runs, alone or as studies of one seed (min_seeds=1): the same verdict and metrics; the studies'
+    # report also names the seed and the budget, and its reason says it is a mean over seeds
+    base, cand = seeded(0, acc=0.860), seeded(0, acc=0.852)  # shortfall 0.008 > 0.005 (fp32)
+    one = check_parity(base, cand)
+    one_seed = check_parity(SeedRuns((base,)), SeedRuns((cand,)), min_seeds=1)
+    assert not one.passed and not one_seed.passed
+    assert (one.baseline_metric, one.candidate_metric) == (one_seed.baseline_metric, one_seed.candidate_metric)
+    assert one.baseline_steps_to_target == one_seed.baseline_steps_to_target == 90
+    assert one.reasons == ("candidate accuracy 0.852 is below baseline 0.860 - 0.005",)
+    assert one_seed.reasons == (
+        "candidate mean accuracy after 300 steps 0.852 over seeds 0 is below baseline 0.860 - 0.005",
+    )
+    assert (one.seeds, one.budget_steps) == ((), None) and (one_seed.seeds, one_seed.budget_steps) == ((0,), 300)
+
+
+@pytest.mark.parametrize(
+    "baseline,candidate,message",
+    [
+        (study((0.855,) * 3), result(), "candidate must be a SeedRuns"),
+        ("run", result(), "baseline must be a TrainResult or a SeedRuns"),
+        (result(), None, "candidate must be a TrainResult or a SeedRuns"),
+    ],
+)
+def test_both_sides_are_one_run_or_both_a_seed_study(baseline, candidate, message):
+    with pytest.raises(ValueError, match=message):
+        check_parity(baseline, candidate)
 
 
 # ---- quality over seeds: real runs --------------------------------------------------------------------------------
@@ -452,7 +488,7 @@ def plan_configs_over_seeds():
     configs = {
         "baseline": {},
         "batch128": {"batch_size": 128, "lr": 0.02},
-        "bf16": {"precision": "bf16-autocast"},
+        "bf16": {"precision": "bf16-mixed"},
         "hidden8": {"hidden": 8},
     }
     return {name: train_over_seeds(task, budget_steps=300, **kwargs) for name, kwargs in configs.items()}
@@ -463,23 +499,32 @@ def test_plan_candidates_pass_or_fail_parity_across_seeds(plan_configs_over_seed
     base = runs["baseline"]
     assert base.reached_all and all(r.steps_to_target < 300 for r in base.runs)
     for name in ("batch128", "bf16"):
-        report = check_parity_over_seeds(base, runs[name])
+        report = check_parity(base, runs[name])
         assert report.passed, (name, report.reasons)
         assert report.baseline_metric == pytest.approx(sum(base.accuracy_at_budget_values) / 3)
     # a 32-8-8 MLP is too narrow: every seed that missed 0.85 is named, and/or its mean accuracy falls short
     tiny = runs["hidden8"]
-    report = check_parity_over_seeds(base, tiny)
+    report = check_parity(base, tiny)
     assert not report.passed
     for seed in tiny.missed_seeds:
         assert any(
             r.startswith("candidate did not reach") and str(seed) in r.split("with seed")[1] for r in report.reasons
         )
-    assert report.tolerance == 0.005 and check_parity_over_seeds(base, runs["bf16"]).tolerance == 0.01
+    assert report.tolerance == 0.005 and check_parity(base, runs["bf16"]).tolerance == 0.01
 
 
-def test_compare_over_seeds_trains_both_and_checks_parity():
-    baseline, candidate, parity = compare_over_seeds(
-        SMALL, {"lr": 0.05}, {"lr": 0.05, "precision": "bf16-autocast"}, budget_steps=30, seeds=(0, 1, 2)
+def test_compare_to_target_over_seeds_trains_both_and_checks_parity():
+    compared = compare_to_target(
+        SMALL, {"lr": 0.05}, {"lr": 0.05, "precision": "bf16-mixed"}, budget_steps=30, seeds=(0, 1, 2)
     )
-    assert candidate == train_over_seeds(SMALL, budget_steps=30, lr=0.05, precision="bf16-autocast")
-    assert parity == check_parity_over_seeds(baseline, candidate)
+    assert isinstance(compared, ParityRuns)
+    baseline, candidate, parity = compared
+    assert candidate == train_over_seeds(SMALL, budget_steps=30, lr=0.05, precision="bf16-mixed")
+    assert parity == check_parity(baseline, candidate)
+
+
+def test_compare_to_target_over_seeds_needs_a_step_budget_and_enough_seeds():
+    with pytest.raises(ValueError, match="budget_steps must be an integer with seeds"):
+        compare_to_target(SMALL, seeds=(0, 1, 2))
+    with pytest.raises(ValueError, match="seeds must be a sequence of at least 3"):
+        compare_to_target(SMALL, seeds=(0, 1), budget_steps=30)

@@ -18,9 +18,11 @@ CHECKS = ("contract", "parity", "memory", "window", "cost")
 
 @pytest.fixture(scope="module")
 def promoted():
+    # a four-round plan, five seeds each side: the tests on it are `slow` (several seconds even on one torch thread)
     return run_plan("batch128-lr-scaled", rounds=4)
 
 
+@pytest.mark.slow
 def test_lr_scaled_batch_reaches_the_target_in_fewer_steps_on_every_seed(promoted):
     # twice the batch at twice the learning rate: per seed 0-4, 40-61 steps against the baseline's 67-113
     # (deterministic CPU training; the steps are exact, evaluation runs every step near the target)
@@ -29,6 +31,7 @@ def test_lr_scaled_batch_reaches_the_target_in_fewer_steps_on_every_seed(promote
     assert promoted.parity.passed
 
 
+@pytest.mark.slow
 def test_the_decision_follows_the_cost_comparison_and_names_every_check(promoted):
     # the step time ratio depends on the machine; what must hold anywhere: the cost ratio is the step-time ratio
     # times the per-seed steps ratio, the table's costs agree with it, and the gate promotes only on "cheaper"
@@ -60,6 +63,7 @@ def test_a_model_faster_per_step_that_misses_the_target_falls_back(tmp_path):
     assert registry.current() == BASELINE_NAME
 
 
+@pytest.mark.slow
 def test_after_a_promotion_an_unsafe_candidate_falls_back_to_the_last_known_good(tmp_path, promoted):
     registry = Registry(tmp_path / "registry.json")
     # the promotion as a quiet machine decides it (a loaded one may say "inconclusive" and fall back)
@@ -74,6 +78,7 @@ def test_after_a_promotion_an_unsafe_candidate_falls_back_to_the_last_known_good
     assert len(Registry(tmp_path / "registry.json").decisions()) == 2
 
 
+@pytest.mark.slow
 def test_bf16_candidate_decision_follows_its_checks(promoted):
     result = run_plan("bf16-autocast", rounds=2, baseline=promoted.baseline)
     assert result.parity.passed  # bf16 autocast reaches the same target within a step or two of fp32 on each seed

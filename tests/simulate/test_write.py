@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpucost_lab import timeline
-from gpucost_lab.simulate import write as sim
-from gpucost_lab.simulate.config import SCENARIOS, SimConfig
+from gpucost_lab.simulate.config import KERNEL_LATENCY_US, ROOFLINE_EFFICIENCY, SCENARIOS, SimConfig
+from gpucost_lab.simulate.trace import TRACE_START_US
 from gpucost_lab.simulate.write import phase_totals_us, simulate, write_trace
 
 SMALL = SimConfig(steps=3, layers=2, hidden=256, batch_size=8)
@@ -186,7 +186,7 @@ def test_forward_matmul_time_is_the_roofline_bound_by_hand():
     bytes_moved = (64 * 2048 + 2048 * 2048 + 64 * 2048) * 4
     compute_s, memory_s = flops / 19.5e12, bytes_moved / 2039e9  # datasheet: 19.5 TFLOP/s fp32, 2039 GB/s
     assert compute_s > memory_s  # compute-bound: 27.5 us against 8.7 us
-    expected_us = compute_s * 1e6 / sim.ROOFLINE_EFFICIENCY + sim.KERNEL_LATENCY_US
+    expected_us = compute_s * 1e6 / ROOFLINE_EFFICIENCY + KERNEL_LATENCY_US
     assert expected_us == pytest.approx(27.532 / 0.7 + 2.0, abs=1e-3)  # 41.331 us
     forward = [k for k in events(simulate(SimConfig()), "kernel") if k["name"] == "ampere_sgemm_128x64_tn"]
     assert len(forward) == 12 * 8
@@ -196,7 +196,7 @@ def test_forward_matmul_time_is_the_roofline_bound_by_hand():
 def test_bf16_matmul_is_memory_bound_and_adam_streams_its_bytes():
     bytes_moved = (64 * 2048 + 2048 * 2048 + 64 * 2048) * 2  # bf16: half the bytes
     assert 2 * 64 * 2048 * 2048 / 312e12 < bytes_moved / 2039e9  # 1.7 us of math against 4.4 us of traffic
-    expected_us = bytes_moved / 2039e9 * 1e6 / sim.ROOFLINE_EFFICIENCY + sim.KERNEL_LATENCY_US
+    expected_us = bytes_moved / 2039e9 * 1e6 / ROOFLINE_EFFICIENCY + KERNEL_LATENCY_US
     trace = simulate(SimConfig(mixed_precision=True, steps=2))
     gemms = [k for k in events(trace, "kernel") if "bf16" in k["name"]]
     assert gemms and all(abs(k["dur"] - expected_us) <= 0.0011 for k in gemms)
@@ -293,7 +293,7 @@ def test_phase_totals_match_the_annotations_in_the_trace():
     for phase in ("forward", "backward", "optimizer", "eval", "checkpoint"):
         assert totals[phase] == pytest.approx(sums[phase], abs=1e-3 * config.steps)
     end_us = max(e["ts"] + e.get("dur", 0) for e in trace["traceEvents"])
-    assert totals["wall"] == pytest.approx(end_us - sim.TRACE_START_US, abs=1e-3)
+    assert totals["wall"] == pytest.approx(end_us - TRACE_START_US, abs=1e-3)
     assert set(totals) == {
         "data",
         "h2d_copy",
@@ -368,12 +368,11 @@ def test_config_is_frozen_and_integral_floats_are_normalised():
         config.steps = 5
 
 
-def test_one_simulator_behind_the_split_modules():
-    from gpucost_lab.simulate import config as sim_config
-    from gpucost_lab.simulate import trace as sim_trace
+def test_the_package_holds_the_public_names_of_its_modules():
+    import gpucost_lab.simulate as package
+    from gpucost_lab.simulate import config, run, trace, write
 
-    for module in (sim_config, sim_trace):
-        assert all(getattr(sim, name) is getattr(module, name) for name in module.__all__ if name in sim.__all__)
-    assert (
-        sim.ROOFLINE_EFFICIENCY == 0.7 and sim.TRACE_START_US == 1_000_000 and sim.SCENARIOS["healthy"] == SimConfig()
-    )
+    for module in (config, run, trace, write):
+        assert all(getattr(package, name) is getattr(module, name) for name in module.__all__)
+    assert sorted(package.__all__) == sorted(n for m in (config, run, trace, write) for n in m.__all__)
+    assert ROOFLINE_EFFICIENCY == 0.7 and TRACE_START_US == 1_000_000 and SCENARIOS["healthy"] == SimConfig()

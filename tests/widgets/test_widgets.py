@@ -582,7 +582,7 @@ def test_predictor_verdict_is_the_side_of_the_equal_cost_line(gain_pct, steps_pc
 
 def test_the_widgets_and_the_cli_start_from_the_same_course_figures():
     from gpucost_lab import cost
-    from gpucost_lab.cli.main import _build_parser
+    from gpucost_lab.cli.main import build_parser as _build_parser
     from gpucost_lab.memory import figures as memory_model
 
     course = {"static_gb": 3.2, "activation_gb_per_sample": 0.34, "device_gb": 24.0, "reserve_fraction": 0.10}

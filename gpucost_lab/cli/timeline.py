@@ -1,0 +1,119 @@
+"""The timeline commands of ``gpucost-lab`` (chapter 02, read the timeline): ``analyze`` (one profiler trace: busy and
+idle, gaps, syncs, copies, memory, phases), ``diff`` (before and after traces, per step, each figure with its 95%
+interval and a verdict) and ``simulate`` (a deterministic simulated training trace to read).
+
+Bad input raises :class:`~gpucost_lab.InputError` naming the field; :mod:`gpucost_lab.cli.main` prints it as one line
+naming the flag (:data:`FLAGS` maps this module's fields) and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+from gpucost_lab import timeline as tl
+from gpucost_lab._validate import InputError, integer_at_least
+from gpucost_lab.cli.command import Command, Subcommands, add_json_flag
+from gpucost_lab.cli.errors import shown, writing
+from gpucost_lab.simulate import write as simulate
+from gpucost_lab.simulate.config import SCENARIOS, SimConfig
+from gpucost_lab.timeline.text import render_analysis
+
+# Library errors name the Python field; the CLI user typed the flag (or the positional argument).
+FLAGS = {
+    **{name: "--" + name.replace("_", "-") for name in ("top", "scenario", *SimConfig.__dataclass_fields__, "output")},
+    "after": "--after",  # diff's sides
+    "before": "BEFORE",
+}
+
+# Rows each list of analyze and diff prints (--top): more than anyone reads; the JSON of a list stays small.
+MAX_TOP = 1000
+# Traces on each side of diff, all held at once: repeated runs of one setting are a few to a dozen.
+MAX_DIFF_TRACES = 32
+
+
+def add_analyze(sub: Subcommands) -> argparse.ArgumentParser:
+    p = sub.add_parser("analyze", help="read a profiler trace: busy/idle, gaps, syncs, copies, memory, phases")
+    p.add_argument("trace", help="a Chrome/Kineto trace, .json or .json.gz")
+    p.add_argument("--top", type=int, default=10, help="gaps and operators to list")
+    add_json_flag(p)
+    return p
+
+
+def add_diff(sub: Subcommands) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "diff",
+        help="before vs after traces per step: step time, busy, idle, phases, kernels, "
+        "each with a 95%% interval and a verdict",
+    )
+    p.add_argument("before", nargs="+", help="the before traces (one run, or repeated runs)")
+    p.add_argument("--after", nargs="+", required=True, help="the after traces")
+    p.add_argument("--top", type=int, default=5, help="kernels (CPU traces: operators) to list")
+    add_json_flag(p)
+    return p
+
+
+def add_simulate(sub: Subcommands) -> argparse.ArgumentParser:
+    """``simulate``, with a flag for every knob of :class:`~gpucost_lab.simulate.config.SimConfig`."""
+    p = sub.add_parser("simulate", help="write a deterministic simulated GPU training trace")
+    p.add_argument("--scenario", default="healthy", help=f"one of {', '.join(SCENARIOS)}; knobs below override it")
+    p.add_argument("-o", "--output", required=True, help="where to write the trace (.json or .json.gz)")
+    for name, field in SimConfig.__dataclass_fields__.items():
+        flag = "--" + name.replace("_", "-")
+        if field.type in ("bool", bool):
+            p.add_argument(flag, action=argparse.BooleanOptionalAction, default=None)
+        else:
+            p.add_argument(
+                flag, type=float if field.type in ("float", float) else (str if name == "gpu" else int), default=None
+            )
+    add_json_flag(p)
+    return p
+
+
+def analyze_command(args: argparse.Namespace) -> tuple[dict, str]:
+    integer_at_least("top", args.top, 1, MAX_TOP)
+    trace = tl.load_trace(args.trace, progress=not args.json and sys.stderr.isatty())
+    out = tl.analyze(trace, top=args.top)
+    return out, render_analysis(out, args.trace, top=args.top)
+
+
+def diff_command(args: argparse.Namespace) -> tuple[dict, str]:
+    integer_at_least("top", args.top, 1, MAX_TOP)
+    for field in ("before", "after"):
+        if len(getattr(args, field)) > MAX_DIFF_TRACES:
+            raise InputError(
+                field,
+                f"{field} must name at most {MAX_DIFF_TRACES} traces (all are held at once), got "
+                f"{len(getattr(args, field))}",
+            )
+    result = tl.diff(args.before, args.after, top=args.top)
+    return result.to_dict(), result.text()
+
+
+def simulate_command(args: argparse.Namespace) -> tuple[dict, str]:
+    if args.scenario not in SCENARIOS:
+        raise InputError(
+            "scenario", f"scenario must be one of {', '.join(map(repr, SCENARIOS))}, got {args.scenario!r}"
+        )
+    knobs = {k: v for k, v in vars(args).items() if k in SimConfig.__dataclass_fields__ and v is not None}
+    config = dataclasses.replace(SCENARIOS[args.scenario], **knobs)
+    simulate.trace_path(args.output, "output")
+    with writing("output", args.output):
+        path = simulate.write_trace(config, args.output)
+    out = {
+        "path": str(path),
+        "scenario": args.scenario,
+        "config": dataclasses.asdict(config),
+        "bytes": path.stat().st_size,
+    }
+    return out, f"wrote {shown(path)} ({out['bytes']:,} bytes): scenario {args.scenario}, " + ", ".join(
+        f"{k}={shown(v)}" for k, v in knobs.items()
+    )
+
+
+COMMANDS = (
+    Command("analyze", add_analyze, analyze_command, FLAGS, paths=("trace",), nested_input="trace"),
+    Command("diff", add_diff, diff_command, FLAGS, paths=("before", "after"), nested_input="before"),
+    Command("simulate", add_simulate, simulate_command, FLAGS, paths=("output",)),
+)
