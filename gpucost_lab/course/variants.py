@@ -65,10 +65,10 @@ def current_learner() -> str | None:
         value = os.environ[LEARNER_ENV]
     else:
         value = os.environ.get("JUPYTERHUB_USER", "")
-    return _learner(value.strip() or None)
+    return check_learner(value.strip() or None)
 
 
-def _learner(learner: str | None) -> str | None:
+def check_learner(learner: str | None) -> str | None:
     if learner is None:
         return None
     if (
@@ -261,7 +261,7 @@ def lab_variant(lab: str, learner: str | None | EllipsisType = ...) -> LoopLab |
     (:func:`current_learner`); None gives the self-study lab."""
     if lab not in LABS:
         raise InputError("lab", f"lab must be one of {', '.join(map(repr, LABS))}, got {lab!r}")
-    learner = current_learner() if learner is ... else _learner(learner)
+    learner = current_learner() if learner is ... else check_learner(learner)
     if lab == "profile_training_loop":
         return SELF_STUDY_LOOP if learner is None else _loop_lab(learner)
     return SELF_STUDY_PLAN if learner is None else _plan_lab(learner)

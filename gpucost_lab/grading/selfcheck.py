@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from types import EllipsisType
 
-from gpucost_lab.course.variants import LEARNER_ENV, _learner, current_learner
+from gpucost_lab.course.variants import LEARNER_ENV, check_learner, current_learner
 from gpucost_lab.grading.checks import HIDDEN_MARK
 from gpucost_lab.grading.course import path_with_this_python, quiet_stderr
 from gpucost_lab.grading.notebooks import (
@@ -41,7 +41,7 @@ def self_check(
         return None
     notebook = Path(path)
     timeout_s = check_timeout(timeout_s)
-    learner = current_learner() if learner is ... else _learner(learner)
+    learner = current_learner() if learner is ... else check_learner(learner)
     nb = read_notebook(notebook)
     graded = [c for c in nb.cells if nbgrader_meta(c).get("grade")]
     if not graded:
