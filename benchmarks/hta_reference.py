@@ -29,7 +29,7 @@ stream waiting). Results with traceinsight 0.6.1: sampled_rank0_gpu agrees exact
 321,378 us of 600,058 us); a100_alexnet_train within 0.6% (HTA counts 186 us of stream-carrying cuda_sync
 events as busy, which also stretch its span); a100_cuda_event_sync, 263 us long, differs by one 5 us "Stream Sync".
 ``idle_breakdown``, ``kernel_breakdown`` and ``kernels_by_name`` agree exactly with HTA on all three traces (every
-stream and category, every kernel type and overlap, every kernel HTA names); tests/timeline/test_against_hta.py
+stream and category, every kernel type and overlap, every kernel HTA names); tests/timeline/hta_figures.py
 holds HTA's
 figures.
 """

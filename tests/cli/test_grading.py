@@ -1,4 +1,5 @@
-"""``gpucost-lab grade-class``: one line and exit 2 for bad input; a small class of the real lab, graded.
+"""``gpucost-lab grade-class`` (gpucost_lab.cli.grading): one line and exit 2 for bad input; a small class of the
+real lab, graded.
 
 Points (the lab's own headings, as in tests/course/test_lab_profile.py): 1 instrument 3, 2 balance 2, 3 dominant 3
 (two tests, 2 + 1), 4 correlate 1, 5 decide 2, 6 act 2, 7 price 2, 8 re-profile 1 = 16; 80% is 12.8. So, by hand:
@@ -18,10 +19,11 @@ import pytest
 from gpucost_lab.cli.main import main
 from gpucost_lab.grading.sandbox import unavailable_reason
 
+from .helpers import SCRIPT
+
 ROOT = Path(__file__).resolve().parents[2]
 LAB = "profile_training_loop"
 RELEASE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
-SCRIPT = Path(sys.executable).with_name("gpucost-lab")
 MALFORMED = '{"cells": [ {"cell_type": "code", "source": "x = '
 
 

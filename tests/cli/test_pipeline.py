@@ -1,5 +1,5 @@
-"""``gpucost-lab pipeline``: one JSON row per setting whose figures follow from its raw epoch times, the README
-documents every key, and bad input is one line naming the flag with exit status 2.
+"""``gpucost-lab pipeline`` (gpucost_lab.cli.pipeline): one JSON row per setting whose figures follow from its raw
+epoch times, the README documents every key, and bad input is one line naming the flag with exit status 2.
 
 The runs here are real but tiny (1-2 batches, 2 epochs); what is asserted is how the figures follow from the raw
 times the command prints, never how fast this machine is.
@@ -7,7 +7,6 @@ times the command prints, never how fast this machine is.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from pathlib import Path
@@ -16,15 +15,14 @@ import pytest
 
 from gpucost_lab.cli.main import main
 
+from . import helpers
+
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 FIGURES = ("loader_samples_per_s", "loop_samples_per_s", "data_wait_fraction", "first_batch_s", "cost_per_sample_usd")
 
 
 def run_json(capsys, *argv):
-    assert main(["pipeline", *argv, "--json"]) == 0
-    out = capsys.readouterr().out
-    assert out.count("\n") == 1  # one JSON object on one line
-    return json.loads(out)
+    return helpers.run_json(capsys, "pipeline", *argv)
 
 
 def geomean(values):
@@ -107,15 +105,8 @@ def test_every_json_key_is_in_the_readme(capsys):
     ],
 )
 def test_bad_input_is_one_line_naming_the_flag_and_exit_2(capsys, argv, flag):
-    try:
-        code = main(["pipeline", *argv, "--json"])
-    except SystemExit as exit_:  # argparse's own errors (unparsable values) exit directly
-        code = exit_.code
-    captured = capsys.readouterr()
-    assert code == 2 and captured.out == ""
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and flag in lines[0] and "Traceback" not in captured.err
-    assert "--num-workers" not in lines[0]  # simulate's flag, not this command's
+    line = helpers.assert_one_line_naming(capsys, ["pipeline", *argv, "--json"], flag)
+    assert "--num-workers" not in line  # simulate's flag, not this command's
 
 
 def test_simulate_still_names_its_own_num_workers_flag(capsys, tmp_path):

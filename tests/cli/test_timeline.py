@@ -1,4 +1,6 @@
-"""`gpucost-lab analyze` and `gpucost-lab simulate` from the command line."""
+"""`gpucost-lab analyze` and `gpucost-lab simulate` (gpucost_lab.cli.timeline) from the command line: the analysis
+against HolisticTraceAnalysis's figures and by hand, and bad input in one line with exit status 2.
+"""
 
 import gzip
 import json
@@ -9,6 +11,8 @@ import torch
 from gpucost_lab.cli.main import main
 from gpucost_lab.measure.profiling import profile_window
 from gpucost_lab.timeline import example_trace
+
+from .helpers import assert_one_line_naming
 
 FIXTURES = example_trace("a100_alexnet_train").parent
 ANALYZE_KEYS = {
@@ -39,7 +43,7 @@ def analyze_json(capsys, path, *extra):
 
 
 def test_analyze_gpu_fixture_matches_the_reference_tool(capsys):
-    # HolisticTraceAnalysis 0.6.1 temporal breakdown of this trace (see tests/timeline/test_summary.py):
+    # HolisticTraceAnalysis 0.6.1 temporal breakdown of this trace (see tests/timeline/hta_figures.py):
     # idle 321,378 us, compute 106,252 us + non-compute 172,428 us = 278,680 us busy
     out = analyze_json(capsys, FIXTURES / "sampled_rank0_gpu.json.gz", "--top", "5")
     assert set(out) >= ANALYZE_KEYS
@@ -123,3 +127,13 @@ def test_bad_simulate_knob_is_one_line(capsys, tmp_path):
     code, _, err = run(capsys, "simulate", "--batch-size", "0", "-o", str(tmp_path / "x.json"))
     assert code == 2 and "--batch-size" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "x.json").exists()  # nothing half-written
+
+
+@pytest.mark.parametrize(
+    "argv,flag",
+    [
+        (["simulate", "-o", "."], "--output"),  # a folder
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(capsys, argv, flag):
+    assert_one_line_naming(capsys, argv, flag)

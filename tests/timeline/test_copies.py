@@ -1,5 +1,5 @@
-"""Where a non_blocking copy runs: timeline.copy_queueing against hand-built traces, and the simulator against what
-CUDA documents (chapter 07, "What changes on a GPU host").
+"""gpucost_lab.timeline.copies, where a non_blocking copy runs: copy_queueing against hand-built traces, and the
+simulator against what CUDA documents (chapter 07, "What changes on a GPU host").
 
 A stream runs its work in order (PyTorch, CUDA semantics, "CUDA streams"), so a pinned, non_blocking copy issued
 on the stream the model computes on frees the host but starts only when the kernels queued before it have ended;
@@ -9,8 +9,6 @@ API, "API synchronization behavior": a stream sync before the copy, then staging
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from gpucost_lab import InputError
@@ -18,31 +16,23 @@ from gpucost_lab.simulate.config import MEMCPY_CALL_US, SCENARIOS
 from gpucost_lab.simulate.write import simulate, write_trace
 from gpucost_lab.timeline import copy_queueing, load_trace
 
-
-def _trace(tmp_path, events):
-    path = tmp_path / "t.json"
-    path.write_text(json.dumps({"traceEvents": events}))
-    return load_trace(path)
-
-
-def _x(cat, name, ts, dur, **args):
-    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+from .helpers import X, load_events
 
 
 def test_a_copy_on_the_compute_stream_waits_and_one_on_a_second_stream_overlaps(tmp_path):
     # stream 7: kernel A [0, 100), then copy 1 issued by a 6 us call at 10, run [100, 150): queued behind A.
     # stream 20: copy 2 issued at 160 (call 160-166), run [170, 230); stream 7 kernel B [180, 200) and C [190, 260).
     events = [
-        _x("cuda_runtime", "cudaLaunchKernel", 0, 5, correlation=1),
-        _x("kernel", "A", 0, 100, stream=7, correlation=1),
-        _x("cuda_runtime", "cudaMemcpyAsync", 10, 6, correlation=2),
-        _x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 100, 50, stream=7, correlation=2, bytes=4096),
-        _x("cuda_runtime", "cudaMemcpyAsync", 160, 6, correlation=3),
-        _x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 170, 60, stream=20, correlation=3, bytes=8192),
-        _x("kernel", "B", 180, 20, stream=7, correlation=4),
-        _x("kernel", "C", 190, 70, stream=7, correlation=5),
+        X("cuda_runtime", "cudaLaunchKernel", 0, 5, correlation=1),
+        X("kernel", "A", 0, 100, stream=7, correlation=1),
+        X("cuda_runtime", "cudaMemcpyAsync", 10, 6, correlation=2),
+        X("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 100, 50, stream=7, correlation=2, bytes=4096),
+        X("cuda_runtime", "cudaMemcpyAsync", 160, 6, correlation=3),
+        X("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 170, 60, stream=20, correlation=3, bytes=8192),
+        X("kernel", "B", 180, 20, stream=7, correlation=4),
+        X("kernel", "C", 190, 70, stream=7, correlation=5),
     ]
-    table = copy_queueing(_trace(tmp_path, events))
+    table = copy_queueing(load_events(tmp_path, events))
     assert list(table["stream"]) == [7, 20] and list(table["bytes"]) == [4096, 8192]
     assert list(table["host_call_us"]) == [6.0, 6.0]
     assert list(table["waited_us"]) == [90.0, 10.0]  # 100 - 10; 170 - 160
@@ -52,15 +42,15 @@ def test_a_copy_on_the_compute_stream_waits_and_one_on_a_second_stream_overlaps(
 
 
 def test_a_copy_without_its_host_call_has_no_host_figures(tmp_path):
-    events = [_x("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 10, stream=7, correlation=9, bytes=1)]
-    table = copy_queueing(_trace(tmp_path, events))
+    events = [X("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", 0, 10, stream=7, correlation=9, bytes=1)]
+    table = copy_queueing(load_events(tmp_path, events))
     assert table["host_call_us"].isna().all() and table["waited_us"].isna().all()
 
 
 def test_the_direction_is_checked(tmp_path):
-    events = [_x("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 10, stream=7, bytes=1)]
+    events = [X("gpu_memcpy", "Memcpy HtoD (Pinned -> Device)", 0, 10, stream=7, bytes=1)]
     with pytest.raises(InputError) as err:
-        copy_queueing(_trace(tmp_path, events), direction="up")
+        copy_queueing(load_events(tmp_path, events), direction="up")
     assert err.value.field == "direction"
 
 

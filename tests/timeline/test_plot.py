@@ -1,4 +1,5 @@
-"""The timeline picture and its text twin agree with the trace they are drawn from."""
+"""gpucost_lab.timeline.plot: the timeline picture and its text twin agree with the simulated trace they are drawn
+from and with its gaps table."""
 
 import re
 
@@ -107,35 +108,3 @@ def test_window_limits_what_is_drawn(tmp_path):
     full = lane_table(trace)["events"].sum()
     first = lane_table(trace, end_ms=5)["events"].sum()
     assert 0 < first < full
-
-
-def test_compare_puts_the_fix_beside_the_stall(tmp_path):
-    from dataclasses import replace
-
-    from gpucost_lab.timeline import COMPARE_COLUMNS, busy_idle, compare
-
-    stall = load_trace(write_trace(SCENARIOS["dataloader_stall"], tmp_path / "stall.json"))
-    fixed = load_trace(write_trace(replace(SCENARIOS["dataloader_stall"], num_workers=4), tmp_path / "fixed.json"))
-    table = compare({"stall": stall, "fixed": fixed})
-    assert list(table.columns) == COMPARE_COLUMNS and list(table.index) == ["stall", "fixed"]
-    b = busy_idle(stall)
-    assert table.loc["stall", "busy_share"] == pytest.approx(b.busy_us / b.span_us)
-    assert table.loc["fixed", "busy_share"] > table.loc["stall", "busy_share"]
-    assert table.loc["fixed", "widest_gap_ms"] < table.loc["stall", "widest_gap_ms"]
-    # a 64-sample batch decoded on the main thread at 80 us per sample: each host wait is at least 5.1 ms
-    # of decoding minus the GPU work it overlaps; every complete step but the first opens one
-    assert table.loc["stall", "gaps_over_1ms"] >= SCENARIOS["dataloader_stall"].steps - 3
-    assert table.loc["fixed", "gaps_over_1ms"] == 0
-
-
-def test_loading_with_a_progress_bar_counts_every_event(tmp_path, capsys):
-    from gpucost_lab.simulate.config import SimConfig
-    from gpucost_lab.simulate.write import simulate
-
-    path = write_trace(SimConfig(steps=2), tmp_path / "t.json")
-    total = len(simulate(SimConfig(steps=2))["traceEvents"])
-    quiet = load_trace(path)
-    shown = load_trace(path, progress=True)
-    assert shown.events.equals(quiet.events)
-    err = capsys.readouterr().err
-    assert "reading t.json" in err and f"{total}" in err.replace(",", "")

@@ -1,4 +1,5 @@
-"""Input shapes and Python stacks: the reader, timeline.shapes, and analyze's top_ops (chapter 02, section 1).
+"""gpucost_lab.timeline.shapes: input shapes, Python stacks and the operator behind a kernel, alone and in analyze's
+top_ops (chapter 02, section 1).
 
 Sources of truth: the shapes a Linear layer's operators take, by hand; torch.profiler's own traces; and, for a
 CUDA trace, Kineto's own link between a kernel and the operator that launched it (the ``External id`` both
@@ -9,19 +10,16 @@ from __future__ import annotations
 
 import gzip
 import json
-from io import BytesIO
 
 import pytest
 import torch
 from torch.profiler import ProfilerActivity, profile
 
 from gpucost_lab import timeline as tl
-from gpucost_lab.timeline import reader
-from gpucost_lab.timeline.framing import segments
 from gpucost_lab.timeline.shapes import input_shapes, python_stack
-from gpucost_lab.timeline.text import detail_line, render_analysis
+from gpucost_lab.timeline.text import render_analysis
 
-SAMPLED = tl.example_trace("sampled_rank0_gpu")
+from .helpers import SAMPLED
 
 
 def _record(path, shapes: bool, stack: bool):
@@ -118,45 +116,3 @@ def test_a_kernel_s_operator_is_the_innermost_operator_around_its_launch():
         dims = [o.get("args", {}).get("Input Dims") for o in found if o["name"] == top["operator"]]
         assert top["input_shapes"][0]["input_shapes"] in dims
         assert sum(s["count"] for s in top["input_shapes"]) <= names.count(top["operator"])
-
-
-def test_fast_and_exact_paths_read_the_same_input_dims():
-    ops = [
-        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2,
-         "args": {"Input Dims": [[2, 3], [3, 4]]}},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::cat", "pid": 1, "tid": 1, "ts": 4, "dur": 1,
-         "args": {"Input Dims": [[[1, 2], [1, 2]], []]}},
-        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 6, "dur": 1, "args": {}},
-        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 7, "dur": 1,
-         "args": {"stream": 7, "Input Dims": [[9]]}},
-    ]  # fmt: skip
-    segment = json.dumps(ops, indent=2).encode()
-    texts = []
-    for path in ("fast", "exact"):
-        codes = {k: reader._Codes(reader._text) for k in ("name", "cat")}
-        codes.update({k: reader._Codes() for k in ("pid", "tid", "lane")})
-        if path == "fast":
-            _, cols, _, _ = reader._fast_columns(segment, -1e18, 1e18, reader._Sorts(codes))
-        else:
-            _, cols, _, _ = reader._exact_columns(segment, -1e18, 1e18, codes)
-        texts.append([codes["input_dims"].texts[c] for c in cols["input_dims"].tolist()])
-    assert texts[0] == texts[1] == ["[[2,3],[3,4]]", "[[[1,2],[1,2]],[]]", "", ""]  # a kernel has no shapes
-
-
-def test_a_huge_signature_is_cut(tmp_path):
-    dims = [[i, i] for i in range(2000)]
-    path = tmp_path / "t.json"
-    event = {"ph": "X", "cat": "cpu_op", "name": "aten::cat", "pid": 1, "tid": 1, "ts": 1, "dur": 2}
-    path.write_text(json.dumps({"traceEvents": [{**event, "args": {"Input Dims": dims}}]}))
-    text = tl.load_trace(path).events["input_dims"].iloc[0]
-    assert len(text) == reader.MAX_DIMS_CHARS and text.endswith("...")
-    out = tl.analyze(path)
-    assert isinstance(out["top_ops"][0]["input_shapes"][0]["input_shapes"], str)
-    assert detail_line(out["top_ops"][0])  # still shown, as text
-
-
-def test_segments_of_a_real_trace_read_shapes_without_errors():
-    raw = gzip.open(SAMPLED).read()
-    assert sum(1 for _ in segments(BytesIO(raw), "x")) >= 1
-    trace = tl.load_trace(SAMPLED)
-    assert (trace.events.loc[trace.events["kind"] == "cpu_op", "input_dims"] != "").any()

@@ -1,4 +1,5 @@
-"""The text of ``gpucost-lab analyze``: shortened names, durations in readable units, lines that fit a terminal."""
+"""gpucost_lab.timeline.text, the text of ``gpucost-lab analyze``: shortened names, durations in readable units, lines
+that fit a terminal, against names and figures read by hand from the real traces (and HTA's, for the sampled one)."""
 
 from __future__ import annotations
 
@@ -125,22 +126,3 @@ def test_times_are_from_the_first_event_and_never_below_a_microsecond(capsys, tm
     text = analyze_text(capsys, path)
     assert re.search(r"at +2 µs +8 µs: tiny -> b", text)
     assert re.search(r"^  tiny .* <1 µs", text, re.M) and not re.search(r"\de-\d", text)
-
-
-def test_readable_tables_measure_from_the_trace_s_start_and_keep_the_source_table(tmp_path):
-    import pandas as pd
-
-    from gpucost_lab.timeline import gaps, load_trace
-    from gpucost_lab.timeline.readable import readable
-
-    trace = load_trace(example_trace("a100_alexnet_train"))
-    table = gaps(trace, top=1)
-    shown = readable(table, trace)
-    # the widest gap by hand from the file: it starts 31,366,717 us after the first event and lasts 10,033,725 us;
-    # it is rank 1, the table's index (the readable table keeps it)
-    assert list(shown.index) == [1] and shown.index.name == "rank"
-    assert shown.loc[1, ["start", "duration"]].tolist() == ["31.367 s", "10.034 s"]
-    assert shown.loc[1, "after"] == "cask_cudnn::computeOffsetsKernel<…>(…)"
-    assert "start_us" in table.columns and table.loc[1, "duration_us"] == 10_033_725.0  # the source is untouched
-    small = readable(pd.DataFrame({"name": ["x"], "total_us": [0.4], "share": [0.1234]}))
-    assert small.to_dict("records") == [{"name": "x", "total": "<1 µs", "share": "12.3%"}]

@@ -1,0 +1,112 @@
+"""HolisticTraceAnalysis's figures on the course's real traces, the reference the timeline tests check against.
+
+Printed by ``benchmarks/hta_reference.py`` with traceinsight 0.6.1 (import name ``hta``, default arguments, in a
+separate environment: HTA is not a dependency; ``make .venv-hta/.installed`` builds it) and copied here:
+``get_temporal_breakdown()`` (busy, idle and span per trace), ``get_idle_time_breakdown()[0]`` (``idle_time`` per
+stream and ``idle_category``; HTA lists only the categories that have a gap), ``get_gpu_kernel_breakdown()[0]``
+(``sum`` per ``kernel_type``) and ``[1]`` (``sum (us)`` per kernel name, for the names it lists rather than folds into
+"others"; a name is given here by its first 90 characters and its length).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .helpers import ALEXNET, SAMPLED
+
+# TraceAnalysis(trace_dir=<temp dir holding a copy of the fixture>).get_temporal_breakdown():
+#   sampled_rank0_gpu:   idle_time 321,378 us, compute_time 106,252 us, non_compute_time 172,428 us,
+#                        kernel_time (span) 600,058 us      -> busy = compute + non-compute = 278,680 us
+#   a100_alexnet_train:  idle_time 12,929,684 us, compute_time 10,630 us, non_compute_time 55,697 us,
+#                        kernel_time (span) 12,996,011 us   -> busy = 66,327 us
+# HTA drops GPU work launched in the last of two or more ProfilerSteps (sampled has two) and also counts
+# cuda_sync events that carry a stream as non-compute busy time (alexnet has them; we count them idle).
+HTA_TEMPORAL = {
+    SAMPLED: {"idle_us": 321_378, "busy_us": 106_252 + 172_428, "span_us": 600_058},
+    ALEXNET: {"idle_us": 12_929_684, "busy_us": 10_630 + 55_697, "span_us": 12_996_011},
+}
+HTA_VERSION = "0.6.1"
+HTA_IDLE = {  # (stream, idle_category): idle_time (us)
+    "sampled_rank0_gpu": {
+        (23, "host_wait"): 596037,
+        (23, "kernel_wait"): 70,
+        (23, "other"): 34,
+        (84, "host_wait"): 148934,
+        (84, "kernel_wait"): 6,
+        (84, "other"): 0,
+        (25, "kernel_wait"): 9,
+        (25, "other"): 47865,
+        (7, "host_wait"): 213825,
+        (7, "kernel_wait"): 1985,
+        (7, "other"): 261740,
+        (203, "other"): 0,
+    },
+    "a100_alexnet_train": {
+        (7, "host_wait"): 12855007,
+        (7, "kernel_wait"): 104,
+        (7, "other"): 0,
+        (20, "host_wait"): 12011718,
+        (20, "kernel_wait"): 3,
+        (20, "other"): 0,
+    },
+    "a100_cuda_event_sync": {(7, "host_wait"): 212, (7, "other"): 0},
+}
+HTA_KERNEL_TYPES = {  # kernel_type: sum (us)
+    "sampled_rank0_gpu": {
+        "COMMUNICATION": 171780,
+        "COMPUTATION": 83182,
+        "COMPUTATION overlapping COMMUNICATION": 23056,
+        "COMMUNICATION overlapping MEMORY": 479,
+        "MEMORY": 169,
+        "COMPUTATION overlapping COMMUNICATION overlapping MEMORY": 12,
+        "COMPUTATION overlapping MEMORY": 2,
+    },
+    "a100_alexnet_train": {"MEMORY": 55511, "COMPUTATION": 10630},
+    "a100_cuda_event_sync": {"COMPUTATION": 49, "MEMORY": 2},
+}
+HTA_KERNELS_BY_NAME = {  # (first 90 characters of the name, its length, sum (us))
+    "sampled_rank0_gpu": [
+        ("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", 82, 195327),
+        ("void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 1, 128, 1", 280, 2116),
+        ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_128x64_32x6_nt_align1>(cutlass_80_tenso", 134, 3159),
+        ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x128_32x3_tn_align1>(cutlass_80_tenso", 134, 2092),
+        ("void fbgemm_gpu::permute_2D_data_kernel<false, int, int, decltype(nullptr)>(int, int, int,", 190, 2081),
+        ("void permute_pooled_embs_kernel<float>(float const*, long const*, long const*, long const*", 117, 4423),
+        ("void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_cta_per_row_1<c10:", 1849, 11773),
+        ("void split_embedding_backward_codegen_rowwise_adagrad_unweighted_kernel_warp_per_row_1<c10", 1522, 4671),
+        ("void split_embedding_backward_codegen_rowwise_adagrad_weighted_kernel_cta_per_row_1<c10::H", 1956, 4572),
+        ("void split_embedding_codegen_forward_unweighted_kernel<c10::Half, c10::Half, float, false,", 876, 7366),
+        ("void split_embedding_codegen_grad_indice_weights_kernel<c10::Half, float, c10::Half, 2ul>(", 1006, 4001),
+        ("Memcpy DtoD (Device -> Device)", 30, 240),
+        ("Memcpy DtoH (Device -> Pageable)", 32, 8),
+        ("Memcpy HtoD (Pageable -> Device)", 32, 29),
+        ("Memcpy HtoD (Pinned -> Device)", 30, 366),
+        ("Memset (Device)", 15, 19),
+    ],
+    "a100_alexnet_train": [
+        ("ampere_gcgemm_64x64_nt", 22, 646),
+        ("ampere_sgemm_32x32_sliced1x4_tn", 31, 2621),
+        ("cudnn_ampere_scudnn_128x64_relu_xregs_large_nn_v1", 49, 2069),
+        ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16", 156, 1814),
+        ("void at::native::(anonymous namespace)::adaptive_average_pool<float>(float const*, float*,", 128, 271),
+        ("void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(int, float con", 177, 644),
+        ("void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<at::native::CUDAFu", 350, 958),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::launc", 567, 683),
+        ("void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t", 154, 277),
+        ("void fft2d_c2r_32x32<float, false, false, 0u, false, false>(float*, float2 const*, int, in", 203, 290),
+        ("Memcpy HtoD (Pageable -> Device)", 32, 55503),
+        ("Memset (Device)", 15, 8),
+    ],
+    "a100_cuda_event_sync": [
+        ("at::cuda::(anonymous namespace)::spin_kernel(long)", 50, 36),
+        ("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<c10::Half, at::native::func_wr", 465, 11),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>, at::", 185, 1),
+        ("void at::native::vectorized_elementwise_kernel<4, at::native::compare_scalar_kernel<c10::H", 409, 1),
+        ("Memcpy DtoH (Device -> Pageable)", 32, 2),
+    ],
+}
+HTA_TEMPORAL_BUSY_US = {"sampled_rank0_gpu": 106252 + 172428}  # compute + non-compute time
+
+
+def within_1_percent(ours, hta):
+    return ours == pytest.approx(hta, rel=0.01, abs=1e-9)
