@@ -24,7 +24,7 @@ kept in 16 bits, 2 bytes per element against fp32's 4 (the Playbook's and Korthi
 assumption: under autocast the outputs of ops on PyTorch's float32 list (softmax, layer_norm, the losses) stay
 4 bytes, and autocast caches a 16-bit copy of each weight it casts (PyTorch documentation, "Automatic Mixed
 Precision package - torch.amp", the autocast op reference and ``cache_enabled``); measure a real model
-(chapter 04, section 3, and ``tests/memory/test_from_model_autocast.py``). fp16-mixed needs the same memory as
+(chapter 04, section 3, and ``tests/memory/test_from_model.py``). fp16-mixed needs the same memory as
 bf16-mixed plus a loss scale (one number); either changes the arithmetic, so a run switched to it needs a
 quality-parity check.
 

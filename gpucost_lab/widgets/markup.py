@@ -23,7 +23,9 @@ COLORS = {
 
 def num(x: float, digits: int = 3) -> str:
     """A number with at most ``digits`` decimals and no trailing zeros: 14.08, 7.076, 21.6, 2."""
-    s = f"{x:.{digits}f}".rstrip("0").rstrip(".")
+    s = f"{x:.{digits}f}"
+    if "." in s:  # only decimals are trailing: 30 with no decimals stays 30
+        s = s.rstrip("0").rstrip(".")
     return "0" if s in ("-0", "") else s
 
 

@@ -1,12 +1,12 @@
 """The course widgets in a real browser: JupyterLab serves the chapters, headless Chromium runs them and moves a slider.
 
 What a learner does, end to end: open the chapter, Run > Run All Cells, wait for the kernel, move the slider, read
-the verdict and the table. It checks what the Python-only tests (`tests/widgets/test_widgets.py`) cannot: that the
+the verdict and the table. It checks what the Python-only tests (`tests/widgets/`) cannot: that the
 widget
 front end (ipywidgets 8 in JupyterLab 4) renders the widgets, that a slider moved in the page reaches the kernel, and
 that the redrawn HTML comes back to the page.
 
-Expected values, by hand (the course numbers; see tests/widgets/test_widgets.py for the full derivations):
+Expected values, by hand (the course numbers; full derivations: tests/widgets/test_ledger.py, test_predictor.py):
 
 - ledger (chapter 04), static 3.2 GB, 0.34 GB/sample, 24 GB device, 10% reserve, 10 blocks; budget 21.6 GB.
   Microbatch 32: peak 3.2 + 0.34 x 32 = 14.08 GB, fits with 21.6 - 14.08 = 7.52 GB of headroom.

@@ -1,8 +1,8 @@
-"""plan_fixes and ``gpucost-lab fix-oom`` (and the ledger's new flags) against hand computations (chapter 04).
+"""gpucost_lab.memory.fixes (plan_fixes), and the CLI's fix-oom and ledger commands, against hand computations.
 
-The course's case: ledger static 3.2 GB, 0.34 GB/sample (fp32), 24 GB, 10% reserve (budget 21.6 GB), 10 blocks;
-global batch 60 (largest microbatch 54: does not fit, peak 3.2 + 20.4 = 23.6 GB); baseline 0.1 s per optimizer
-step on a device where 60 fits = 600 samples/s; 14.4e6 samples a night = 24,000 s = 6.667 h, 8 h window,
+The course's case (chapter 04): ledger static 3.2 GB, 0.34 GB/sample (fp32), 24 GB, 10% reserve (budget 21.6 GB),
+10 blocks; global batch 60 (largest microbatch 54: does not fit, peak 3.2 + 20.4 = 23.6 GB); baseline 0.1 s per
+optimizer step on a device where 60 fits = 600 samples/s; 14.4e6 samples a night = 24,000 s = 6.667 h, 8 h window,
 $2.10/h -> baseline night $14.00.
 
 Per fix (precision, recomputation, fewest microbatches that fit):
@@ -25,7 +25,8 @@ from gpucost_lab.cli.main import main
 from gpucost_lab.memory.fixes import plan_fixes
 from gpucost_lab.memory.ledger import MemoryLedger
 
-COURSE = MemoryLedger(static_gb=3.2, activation_gb_per_sample=0.34, device_gb=24, reserve_fraction=0.10, blocks=10)
+from .helpers import COURSE
+
 CASE = dict(step_time_s=0.1, window_hours=8.0, samples_per_night=14_400_000, price_per_hour_usd=2.10)
 BASE_H = 14_400_000 / 600 / 3600  # 6.667 h
 

@@ -1,4 +1,4 @@
-"""Tests for gpucost_lab.memory.from_model against hand-derived byte counts.
+"""gpucost_lab.memory.from_model against hand-derived byte counts and PyTorch's documented autocast.
 
 Reference model: Sequential(Linear(64, 128), ReLU(), Linear(128, 10)).
   parameters = (64*128 + 128 + 128*10 + 10) * 4 B = 9,610 * 4 = 38,440 B (fp32)
@@ -14,6 +14,12 @@ What autograd saves in the forward pass (2-D input, so Linear = addmm(bias, x, W
     W2.t() because the ReLU output requires grad -- a view of a parameter,
     excluded as static memory.
   activation bytes = B * (64 + 128) * 4 = 768 B per sample.
+
+Mixed precision does not halve what a step saves for backward (chapter 04, section 3): under autocast, ops on
+PyTorch's "autocast to float32" list (layer_norm, softmax, the losses, ...) keep float32 outputs, and autocast caches
+a 16-bit copy of each weight it casts (PyTorch documentation, "Automatic Mixed Precision package - torch.amp": the
+autocast op reference and torch.autocast's cache_enabled). So the bytes saved for backward under bf16 autocast are
+more than half of float32's: half is an upper bound on the saving.
 """
 
 from __future__ import annotations
@@ -223,3 +229,68 @@ def test_buffers_are_static_memory() -> None:
 def test_activation_bytes_needs_inputs() -> None:
     with pytest.raises(ValueError, match="inputs"):
         activation_bytes(mlp())
+
+
+# --- the whole step's measurement -------------------------------------------------------------------------------------
+
+
+def test_whole_step_ledger_needs_the_measurement():
+    mm = ModelMemory(
+        parameter_bytes=40, gradient_bytes=40, optimizer_state_bytes=80, activation_bytes=100, batch_size=10
+    )
+    with pytest.raises(ValueError, match="backward_working_bytes"):
+        mm.ledger(whole_step=True)
+    measured = ModelMemory(
+        parameter_bytes=4e9,
+        gradient_bytes=4e9,
+        optimizer_state_bytes=8e9,
+        activation_bytes=1e9,
+        batch_size=10,
+        backward_working_bytes=5e8,
+    )
+    ledger = measured.ledger(whole_step=True, blocks=4)
+    assert (ledger.gradient_gb, ledger.backward_working_gb_per_sample) == pytest.approx((4.0, 0.05))
+    assert ledger.static_gb == pytest.approx(16.0)
+
+
+def test_measured_working_memory_holds_a_weight_gradient_and_grows_with_the_batch():
+    """Properties of the measurement: accumulating into resident gradients allocates a new gradient for the weight
+    before adding it (so backward holds at least the weight's bytes), and activation gradients grow with the batch."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 512), nn.ReLU(), nn.Linear(512, 64))
+    small = measure_model_memory(model, (torch.randn(64, 64),), backward_working=True)
+    large = measure_model_memory(model, (torch.randn(1024, 64),), backward_working=True)
+    weight_bytes = 512 * 64 * 4
+    assert small.backward_working_bytes >= weight_bytes
+    # the ReLU's output gradient alone is 512 floats per sample: 960 more samples hold at least that much more
+    assert large.backward_working_bytes - small.backward_working_bytes >= 960 * 512 * 4
+    assert measure_model_memory(model, (torch.randn(8, 64),)).backward_working_bytes is None
+
+
+# --- under autocast ---------------------------------------------------------------------------------------------------
+
+
+def _saved(model, x):
+    fp32 = activation_bytes(model, x)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        bf16 = activation_bytes(model, x)
+    return fp32, bf16
+
+
+def test_an_encoder_under_bf16_autocast_saves_more_than_half_its_float32_bytes():
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, batch_first=True)
+    fp32, bf16 = _saved(nn.Sequential(layer, layer), torch.randn(4, 32, 64))
+    assert 0.5 * fp32 < bf16 < fp32
+
+
+def test_the_cached_bf16_weight_copies_can_outweigh_the_saving_on_a_small_batch():
+    torch.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(256, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    fp32, bf16 = _saved(mlp, torch.randn(8, 256))
+    # By hand, batch 8. float32 saves the input and the two ReLU outputs (each the next Linear's input too):
+    # 4 x (8 x 256 + 2 x 8 x 1024) = 73,728 bytes; its weights are parameters, not activations.
+    assert fp32 == 4 * (8 * 256 + 2 * 8 * 1024) == 73_728
+    # bf16 saves the same three in 2 bytes, plus the bf16 copies of the weights whose input needs a gradient
+    # (the second and third Linear's): 2 x (8 x 256 + 2 x 8 x 1024) + 2 x (1024 x 1024 + 1024 x 10)
+    assert bf16 == 2 * (8 * 256 + 2 * 8 * 1024) + 2 * (1024 * 1024 + 1024 * 10) == 2_154_496

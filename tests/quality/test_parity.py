@@ -1,10 +1,7 @@
-"""Quality parity at a precision, and the token-counted sequence task (chapter 06).
+"""gpucost_lab.quality.parity (check_parity, compare_to_target, price_to_target) against exact arithmetic on
+hand-built results and studies, then on real runs: fp32 against bf16 autocast on the classification task and on the
+sequence task, and over seeds (chapter 06)."""
 
-Parity verdicts are checked on hand-built results (exact arithmetic written beside each), then on real
-runs: fp32 against bf16 autocast on the classification task and on the sequence task.
-"""
-
-import dataclasses
 import json
 
 import pytest
@@ -22,31 +19,14 @@ from gpucost_lab.quality.parity import (
 )
 from gpucost_lab.quality.seeds import SeedRuns, train_over_seeds
 from gpucost_lab.quality.tasks import ClassificationTask, SequenceTask
-from gpucost_lab.quality.train import TrainingStep, TrainResult, autocast, train_to_target
+from gpucost_lab.quality.train import TrainResult, train_to_target
+
+from .helpers import SMALL, result, seeded, study
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
-def result(
-    reached=True, steps=100, acc=0.853, target=0.85, precision="fp32", max_steps=300, batch=64, metric="accuracy"
-):
-    """A TrainResult built by hand: no training."""
-    return TrainResult(
-        reached,
-        steps if reached else None,
-        steps * batch if reached else None,
-        acc,
-        target,
-        batch,
-        0.01,
-        ((steps if reached else max_steps, acc),),
-        precision=precision,
-        metric=metric,
-        max_steps=max_steps,
-    )
-
-
-# ---- check_parity on hand-built results -------------------------------------------------------------------------
+# ---- check_parity on hand-built results ------------------------------------------------------------------------------
 
 
 def test_declared_tolerances_give_half_precision_more_room():
@@ -143,28 +123,7 @@ def test_old_style_train_results_still_compare():
     assert check_parity(old, old).passed
 
 
-# ---- precision ---------------------------------------------------------------------------------------------------
-
-
-def test_fp16_amp_needs_cuda_and_unknown_precisions_are_refused():
-    task = ClassificationTask(train_samples=64, val_samples=16)
-    with pytest.raises(ValueError, match="fp16-mixed.*needs CUDA"):
-        train_to_target(task, precision="fp16-mixed", device="cpu")
-    with pytest.raises(ValueError, match="precision must be one of"):
-        train_to_target(task, precision="int8")
-    with pytest.raises(ValueError, match="fp16-mixed.*needs CUDA"):
-        TrainingStep(task, 8, precision="fp16-mixed")
-
-
-def test_bf16_autocast_runs_the_matmuls_in_bfloat16_with_fp32_weights():
-    model = ClassificationTask().model()
-    x = torch.randn(4, 32)
-    with autocast("bf16-mixed", "cpu"):
-        out = model(x)
-    assert out.dtype == torch.bfloat16  # torch's CPU autocast casts linear to bfloat16
-    assert all(p.dtype == torch.float32 for p in model.parameters())
-    with autocast("fp32", "cpu"):
-        assert model(x).dtype == torch.float32
+# ---- real runs at a precision ----------------------------------------------------------------------------------------
 
 
 def test_fp32_and_bf16_reach_the_same_target_with_parity():
@@ -177,33 +136,13 @@ def test_fp32_and_bf16_reach_the_same_target_with_parity():
     assert isinstance(parity, ParityReport) and parity.passed and parity.tolerance == 0.01
 
 
-# ---- the sequence task, counted in tokens ------------------------------------------------------------------------
+# ---- the sequence task, counted in tokens ----------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
 def sequence_runs():
     task = SequenceTask()
     return task, compare_to_target(task, {}, {"precision": "bf16-mixed"})
-
-
-def test_sequence_data_is_seeded_shifted_by_one_and_follows_the_rule():
-    task = SequenceTask()
-    x, y, x_val, y_val = task.data()
-    assert x.shape == y.shape == (4096, 32) and x_val.shape == (512, 32)
-    assert all(torch.equal(a, b) for a, b in zip(task.data(), (x, y, x_val, y_val)))
-    assert torch.equal(x[:, 1:], y[:, :-1])  # y is the next token of x
-    assert not torch.equal(x, SequenceTask(seed=1).data()[0])
-    # from the third token on, the next token is rule[previous two] with p + (1 - p) / V = 0.9 + 0.1 / 32
-    rule = task.rule()
-    hits = (y[:, 1:] == rule[x[:, :-1], x[:, 1:]]).float()
-    expected, n = 0.9 + 0.1 / 32, hits.numel()  # 4096 x 31 Bernoulli draws
-    assert abs(hits.mean().item() - expected) < 5 * (expected * (1 - expected) / n) ** 0.5
-
-
-def test_the_ceiling_is_the_bayes_rate_by_hand():
-    # first prediction 1/32; the other 31 at 0.9 + 0.1/32 = 0.903125: (0.03125 + 31 x 0.903125) / 32
-    assert SequenceTask().ceiling_accuracy == pytest.approx((0.03125 + 27.996875) / 32)  # 0.8758789...
-    assert SequenceTask(follow_probability=0.0).ceiling_accuracy == pytest.approx(1 / 32)  # pure noise
 
 
 @pytest.mark.slow
@@ -219,29 +158,7 @@ def test_the_sequence_task_reaches_its_target_counted_in_tokens(sequence_runs):
     assert parity.passed, parity.reasons
 
 
-def test_sequence_training_step_counts_tokens():
-    step = TrainingStep(SequenceTask(train_sequences=8, val_sequences=2), batch_size=20)
-    assert step.x.shape == step.y.shape == (20, 32)  # 8 sequences repeated to fill the batch
-    assert step.counted_unit == "tokens" and step.units_per_step == 20 * 32
-    before = [p.clone() for p in step.model.parameters()]
-    step()
-    assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters()))
-
-
-@pytest.mark.parametrize(
-    "kwargs,field",
-    [
-        ({"vocab_size": 1}, "vocab_size"),
-        ({"seq_len": 1}, "seq_len"),
-        ({"follow_probability": 1.5}, "follow_probability"),
-    ],
-)
-def test_bad_sequence_tasks_name_the_field(kwargs, field):
-    with pytest.raises(ValueError, match=field):
-        SequenceTask(**kwargs)
-
-
-# ---- CUDA ---------------------------------------------------------------------------------------------------------
+# ---- CUDA ------------------------------------------------------------------------------------------------------------
 
 
 @needs_cuda
@@ -255,87 +172,7 @@ def test_half_precision_on_cuda_reaches_the_target_with_parity(precision):
     assert parity.passed, parity.reasons
 
 
-def test_train_result_fields_are_documented_in_to_dict():
-    r = result()
-    assert set(r.to_dict()) == {f.name for f in dataclasses.fields(TrainResult)} - {"history"}
-
-
-# ---- quality over seeds: hand-built studies -----------------------------------------------------------------------
-
-
-def seeded(seed, steps=90, acc=0.855, reached=True, budget=300, precision="fp32", target=0.85, batch=64):
-    """A fixed-budget TrainResult built by hand for one seed: no training."""
-    history = ((steps, 0.851), (budget, acc)) if reached else ((budget, acc),)
-    return TrainResult(
-        reached,
-        steps if reached else None,
-        steps * batch if reached else None,
-        acc,
-        target,
-        batch,
-        0.01,
-        history,
-        precision=precision,
-        max_steps=budget,
-        seed=seed,
-        hidden=128,
-        budget_steps=budget,
-        accuracy_at_budget=acc,
-    )
-
-
-def study(accs, steps=(85, 67, 113), seeds=(0, 1, 2), missed=(), **kwargs):
-    return SeedRuns(tuple(seeded(s, n, a, reached=s not in missed, **kwargs) for s, n, a in zip(seeds, steps, accs)))
-
-
-def test_seed_runs_expose_steps_and_accuracy_per_seed_in_seed_order():
-    runs = SeedRuns((seeded(2, 113, 0.853), seeded(0, 85, 0.856), seeded(1, 67, 0.854)))
-    assert runs.seeds == (0, 1, 2) and runs.reached_all and runs.missed_seeds == () and runs.budget_steps == 300
-    assert runs.steps_to_target_values == (85, 67, 113)
-    assert runs.accuracy_at_budget_values == (0.856, 0.854, 0.853)
-    assert runs.mean_accuracy_at_budget == pytest.approx((0.856 + 0.854 + 0.853) / 3)  # 0.854333...
-    d = runs.to_dict()
-    assert d["seeds"] == [0, 1, 2] and d["steps_to_target"] == [85, 67, 113] and d["missed_seeds"] == []
-    assert d["accuracy_at_budget"] == [0.856, 0.854, 0.853] and len(d["runs"]) == 3
-    assert d["target_resolution_steps"] == [85, 67, 113]  # hand-built: nothing evaluated before the target
-    json.dumps(d)
-
-
-def test_steps_to_target_values_need_every_seed_to_reach_it():
-    runs = study((0.84, 0.85, 0.83), missed=(0, 2))
-    assert not runs.reached_all and runs.missed_seeds == (0, 2)
-    assert runs.steps_to_target_per_seed == (None, 67, None)
-    with pytest.raises(ValueError, match="steps_to_target_values needs every seed.*seeds 0, 2 .*within 300 steps"):
-        _ = runs.steps_to_target_values
-    assert runs.to_dict()["steps_to_target"] == [None, 67, None]
-
-
-def test_seed_runs_without_a_budget_have_no_accuracy_at_budget():
-    runs = SeedRuns(
-        tuple(dataclasses.replace(seeded(s), budget_steps=None, accuracy_at_budget=None) for s in (0, 1, 2))
-    )
-    with pytest.raises(ValueError, match="budget_steps must be an integer"):
-        _ = runs.accuracy_at_budget_values
-    assert runs.to_dict()["accuracy_at_budget"] is None
-    with pytest.raises(ValueError, match="baseline.budget_steps must be an integer, got None"):
-        check_parity(runs, study((0.855,) * 3))
-
-
-@pytest.mark.parametrize(
-    "runs,message",
-    [
-        ((), "runs must hold at least one"),
-        ((seeded(0), "run"), r"runs\[1\] must be a TrainResult"),
-        ((dataclasses.replace(seeded(0), seed=None),), r"runs\[0\].seed must be an integer"),
-        ((seeded(0), seeded(0)), "distinct seeds"),
-        ((seeded(0), seeded(1, precision="bf16-mixed")), r"runs\[\*\].precision must be the same"),
-        ((seeded(0), seeded(1, budget=200)), r"runs\[\*\].budget_steps must be the same"),
-        ((seeded(0), seeded(1, batch=128)), r"runs\[\*\].batch_size must be the same"),
-    ],
-)
-def test_a_seed_study_is_one_config_over_distinct_seeds(runs, message):
-    with pytest.raises(ValueError, match=message):
-        SeedRuns(runs)
+# ---- parity over seeds: hand-built studies ---------------------------------------------------------------------------
 
 
 def test_parity_over_seeds_compares_mean_accuracy_at_the_budget():
@@ -449,36 +286,7 @@ def test_both_sides_are_one_run_or_both_a_seed_study(baseline, candidate, messag
         check_parity(baseline, candidate)
 
 
-# ---- quality over seeds: real runs --------------------------------------------------------------------------------
-
-SMALL = ClassificationTask(train_samples=1024, val_samples=512)
-
-
-@pytest.mark.parametrize(
-    "seeds,kwargs,message",
-    [
-        ((0, 1), {}, "seeds must be a sequence of at least 3 distinct integers >= 0, got \\(0, 1\\)"),
-        ((0, 0, 1), {}, "seeds must be a sequence"),
-        ((-1, 0, 1), {}, "seeds must be a sequence"),
-        (3, {}, "seeds must be a sequence"),
-        ((0, 1, 2.5), {}, "seeds must be a sequence"),
-        ((0, 1, 2), {"seed": 4}, "seed must not be given"),
-        ((0, 1, 2), {"min_seeds": 0}, "min_seeds"),
-        ((0, 1, 2), {"budget_steps": 0}, "budget_steps must be an integer >= 1"),
-    ],
-)
-def test_bad_seed_studies_name_the_field(seeds, kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        train_over_seeds(SMALL, seeds, **kwargs)
-
-
-def test_train_over_seeds_is_one_train_to_target_per_seed():
-    runs = train_over_seeds(SMALL, (2, 0, 1), budget_steps=40, lr=0.05)
-    assert runs.seeds == (0, 1, 2) and runs.budget_steps == 40
-    for seed, run in zip(runs.seeds, runs.runs):
-        assert run == train_to_target(SMALL, seed=seed, budget_steps=40, lr=0.05)
-    assert len(set(runs.accuracy_at_budget_values)) > 1  # another initialisation, another model
-    assert train_over_seeds(SMALL, (5,), min_seeds=1, max_steps=20).seeds == (5,)
+# ---- parity over seeds: real runs ------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")

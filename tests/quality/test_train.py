@@ -1,21 +1,15 @@
-"""The small training task: seeded, held-out metric, a real steps-to-target."""
+"""gpucost_lab.quality.train (train_to_target, TrainingStep, autocast): seeded, held-out metric, a real
+steps-to-target checked against a plain reference loop written here."""
+
+import dataclasses
 
 import pytest
 import torch
 
 from gpucost_lab.quality.tasks import ClassificationTask, SequenceTask
-from gpucost_lab.quality.train import TrainingStep, accuracy, train_to_target
+from gpucost_lab.quality.train import TrainingStep, TrainResult, accuracy, autocast, train_to_target
 
-
-def test_data_is_seeded_and_split():
-    task = ClassificationTask(train_samples=100, val_samples=40)
-    a, b = task.data(), task.data()
-    assert all(torch.equal(x, y) for x, y in zip(a, b))
-    x, y, x_val, y_val = a
-    assert x.shape == (100, 32) and x_val.shape == (40, 32)
-    assert int(y.max()) < task.classes and int(y.min()) >= 0
-    other = ClassificationTask(train_samples=100, val_samples=40, seed=1).data()
-    assert not torch.equal(x, other[0])
+from .helpers import result
 
 
 def test_training_is_deterministic_and_reaches_the_target():
@@ -97,14 +91,6 @@ def test_train_with_phases_runs_each_phase_as_often_as_scheduled(tmp_path):
     assert 0.125 < acc <= 1.0  # better than chance over 8 classes after 60 steps
 
 
-def test_the_tasks_stay_importable_from_workloads():
-    from gpucost_lab.quality import tasks
-    from gpucost_lab.quality import train as workloads
-
-    for name in ("ClassificationTask", "SequenceTask", "NextTokenGRU"):
-        assert getattr(workloads, name) is getattr(tasks, name)
-
-
 def test_train_with_phases_without_a_checkpoint_path_skips_checkpoints():
     from gpucost_lab.quality.train import train_with_phases
 
@@ -119,7 +105,48 @@ def test_training_step_batch_owns_its_storage():
     assert step.x.untyped_storage().nbytes() == 64 * 32 * 4
 
 
-# ---- seeds, fine evaluation near the target, fixed step budgets -------------------------------------------------
+def test_sequence_training_step_counts_tokens():
+    step = TrainingStep(SequenceTask(train_sequences=8, val_sequences=2), batch_size=20)
+    assert step.x.shape == step.y.shape == (20, 32)  # 8 sequences repeated to fill the batch
+    assert step.counted_unit == "tokens" and step.units_per_step == 20 * 32
+    before = [p.clone() for p in step.model.parameters()]
+    step()
+    assert any(not torch.equal(a, b) for a, b in zip(before, step.model.parameters()))
+
+
+# ---- precision -------------------------------------------------------------------------------------------------------
+
+
+def test_fp16_amp_needs_cuda_and_unknown_precisions_are_refused():
+    task = ClassificationTask(train_samples=64, val_samples=16)
+    with pytest.raises(ValueError, match="fp16-mixed.*needs CUDA"):
+        train_to_target(task, precision="fp16-mixed", device="cpu")
+    with pytest.raises(ValueError, match="precision must be one of"):
+        train_to_target(task, precision="int8")
+    with pytest.raises(ValueError, match="fp16-mixed.*needs CUDA"):
+        TrainingStep(task, 8, precision="fp16-mixed")
+
+
+def test_bf16_autocast_runs_the_matmuls_in_bfloat16_with_fp32_weights():
+    model = ClassificationTask().model()
+    x = torch.randn(4, 32)
+    with autocast("bf16-mixed", "cpu"):
+        out = model(x)
+    assert out.dtype == torch.bfloat16  # torch's CPU autocast casts linear to bfloat16
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    with autocast("fp32", "cpu"):
+        assert model(x).dtype == torch.float32
+
+
+# ---- the result ------------------------------------------------------------------------------------------------------
+
+
+def test_train_result_fields_are_documented_in_to_dict():
+    r = result()
+    assert set(r.to_dict()) == {f.name for f in dataclasses.fields(TrainResult)} - {"history"}
+
+
+# ---- seeds, fine evaluation near the target, fixed step budgets ------------------------------------------------------
 
 
 def per_step_accuracy(task, seed, steps, batch=64, lr=0.01, hidden=128):
@@ -208,15 +235,6 @@ def test_no_seed_means_the_task_seed():
     assert train_to_target(task, max_steps=30) == train_to_target(task, max_steps=30, seed=3)
     assert train_to_target(task, max_steps=30).seed == 3
     assert train_to_target(task, max_steps=30, seed=4) != train_to_target(task, max_steps=30)
-
-
-@pytest.mark.parametrize("task", [ClassificationTask(), SequenceTask(train_sequences=8, val_sequences=2)])
-def test_a_seed_changes_the_initialisation_not_the_data(task):
-    default, same, other = task.model(), task.model(seed=task.seed), task.model(seed=task.seed + 1)
-    assert all(torch.equal(a, b) for a, b in zip(default.parameters(), same.parameters()))
-    assert all(not torch.equal(a, b) for a, b in zip(default.parameters(), other.parameters()))
-    # the data are drawn from the task's seed alone: a run's seed has no say in them
-    assert all(torch.equal(a, b) for a, b in zip(task.data(), task.data()))
 
 
 @pytest.fixture

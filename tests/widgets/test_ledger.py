@@ -1,6 +1,7 @@
-"""The course widgets without a browser: set a control, read what the widget now shows.
+"""gpucost_lab.widgets.ledger (memory_ledger_widget) without a browser: set a control, read what the widget now
+shows, against hand computations on the course's numbers (chapter 04).
 
-Ledger (chapter 04), course numbers: static 3.2 GB, 0.34 GB/sample, 24 GB device, 10% reserve, 10 blocks.
+Course numbers: static 3.2 GB, 0.34 GB/sample, 24 GB device, 10% reserve, 10 blocks.
 Budget = 24 x 0.9 = 21.6 GB; largest microbatch = floor((21.6 - 3.2) / 0.34) = floor(54.1) = 54.
   32: each block adds 0.34 x 32 / 10 = 1.088 GB -> 1.088 ... 10.88 GB; peak 3.2 + 10.88 = 14.08 GB, fits.
   60: each block adds 2.04 GB; block 9 holds 3.2 + 18.36 = 21.56 <= 21.6, block 10 holds 23.6 > 21.6.
@@ -18,12 +19,9 @@ Budget = 24 x 0.9 = 21.6 GB; largest microbatch = floor((21.6 - 3.2) / 0.34) = f
   Accumulation K = 2 at microbatch 30: global batch 60, memory the microbatch's (peak 3.2 + 10.2 = 13.4 GB); step
        time 1 + (2 - 1) x 0.15 = 1.15; with full recomputation too 1.15 x 4/3 = 1.5333. 60 > 54: as one microbatch
        the global batch does not fit.
-Predictor (chapter 03): (1 + 0.25) / (1 + 0.20) = 1.0417 -> more expensive; (1 + 0.20) / (1 + 0.25) = 0.96 ->
-  cheaper. Baseline 8 h at $2.10/h = $16.80; candidate 8 x 1.25 / 1.2 = 8.333 h = $17.50, misses an 8 h window.
 """
 
 import re
-from html.parser import HTMLParser
 
 import ipywidgets
 import pytest
@@ -32,57 +30,7 @@ from hypothesis import strategies as st
 
 from gpucost_lab.widgets import cost_predictor_widget, memory_ledger_widget
 
-
-class _Cells(HTMLParser):
-    """Collect the text of every <tr>'s cells (th and td)."""
-
-    def __init__(self):
-        super().__init__()
-        self.rows, self._row, self._cell = [], None, None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "tr":
-            self._row = []
-        elif tag in ("td", "th") and self._row is not None:
-            self._cell = ""
-
-    def handle_endtag(self, tag):
-        if tag in ("td", "th") and self._cell is not None:
-            self._row.append(self._cell.strip())
-            self._cell = None
-        elif tag == "tr" and self._row is not None:
-            self.rows.append(self._row)
-            self._row = None
-
-    def handle_data(self, data):
-        if self._cell is not None:
-            self._cell += data
-
-
-def rows(html_text):
-    parser = _Cells()
-    parser.feed(html_text)
-    header, *body = parser.rows
-    return [dict(zip(header, r)) for r in body]
-
-
-def text(html_text):
-    """What a reader sees: tags dropped, whitespace collapsed, no space before punctuation."""
-    plain = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html_text)).replace("&gt;", ">").strip()
-    return re.sub(r" ([:;,.])", r"\1", plain)
-
-
-def gb_after(label, s):
-    """The number of GB printed right after ``label`` in ``s``."""
-    return float(re.search(re.escape(label) + r"\s*([-\d.]+) GB", s).group(1))
-
-
-def oom_block(s):
-    m = re.search(r"out of memory at block (\d+)", s)
-    return int(m.group(1)) if m else None
-
-
-# ---- memory ledger ----------------------------------------------------------------------------------
+from .helpers import gb_after, oom_block, rows, text
 
 
 @pytest.fixture
@@ -254,7 +202,7 @@ def test_bad_construction_arguments_raise(kwargs):
         memory_ledger_widget(**kwargs)
 
 
-# ---- precision, recomputation and accumulation -----------------------------------------------------
+# ---- precision, recomputation and accumulation -----------------------------------------------------------------------
 
 
 def test_ledger_has_precision_recomputation_and_accumulation_controls(ledger):
@@ -445,115 +393,14 @@ def test_construction_settings():
     assert w.result.global_batch == 60 and w.result.step_time_factor == pytest.approx(1.15 * 4 / 3)
 
 
-# ---- cost predictor ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def predictor():
-    return cost_predictor_widget()  # +20% throughput, +25% steps, $2.10/h, 8 h baseline, 8 h window
-
-
-def test_predictor_is_a_vbox_with_its_parts_exposed(predictor):
-    assert isinstance(predictor, ipywidgets.VBox)
-    for s in (predictor.gain, predictor.steps):
-        assert isinstance(s, ipywidgets.FloatSlider)
-        assert (s.min, s.max, s.step) == (-0.5, 1.0, 0.01)
-        assert "%" in s.readout_format
-    assert set(predictor.inputs) == {"price_per_hour_usd", "baseline_hours", "window_hours"}
-    for part, css in (
-        (predictor.verdict, "gpucost-predictor-verdict"),
-        (predictor.table, "gpucost-predictor-table"),
-        (predictor.chart, "gpucost-predictor-chart"),
-    ):
-        assert css in part._dom_classes
-
-
-def test_predictor_default_is_more_expensive(predictor):
-    v = text(predictor.verdict.value)
-    assert "1.042" in v and "more expensive" in v
-    assert predictor.prediction["relative_cost"] == pytest.approx(1.25 / 1.20)
-
-
-def test_predictor_table_prices_both_runs_against_the_window(predictor):
-    table = {r["run"]: r for r in rows(predictor.table.value)}
-    assert float(table["baseline"]["hours"]) == pytest.approx(8.0)
-    assert table["baseline"]["cost (USD)"] == "$16.80"  # 8 x 2.10
-    assert float(table["candidate"]["hours"]) == pytest.approx(8.33)  # 8 x 1.25 / 1.2
-    assert table["candidate"]["cost (USD)"] == "$17.50"  # 8.333 x 2.10
-    window = "inside the 8 h window?"
-    assert table["baseline"][window] == "yes"  # 8 <= 8
-    assert table["candidate"][window].startswith("no")
-
-
-def test_predictor_flips_to_cheaper(predictor):
-    predictor.gain.value = 0.25
-    predictor.steps.value = 0.20
-    v = text(predictor.verdict.value)
-    assert "0.960" in v and "cheaper" in v and "more expensive" not in v
-    table = {r["run"]: r for r in rows(predictor.table.value)}
-    assert float(table["candidate"]["hours"]) == pytest.approx(7.68)  # 8 x 0.96
-    assert table["candidate"]["inside the 8 h window?"] == "yes"
-
-
-def test_chart_marks_the_point_and_describes_it(predictor):
-    chart = predictor.chart.value
-    assert "<svg" in chart and "<circle" in chart
-    sentence = text(chart)
-    assert "steps change = throughput gain" in sentence
-    assert "above the line" in sentence and "more expensive" in sentence
-    predictor.gain.value, predictor.steps.value = 0.25, 0.20
-    assert "below the line" in text(predictor.chart.value)
-    predictor.steps.value = 0.25  # on the equal-cost line: (1 + 0.25) / (1 + 0.25) = 1
-    assert "same cost" in text(predictor.verdict.value)
-    assert "on the line" in text(predictor.chart.value)
-
-
-def test_chart_point_sits_where_the_sliders_say(predictor):
-    # the point's position, read back through the axes: the equal-cost line's two ends map gain = steps
-    chart = predictor.chart.value
-    line = re.search(r'<line x1="([\d.]+)" y1="([\d.]+)" x2="([\d.]+)" y2="([\d.]+)" stroke="#000" stroke-width', chart)
-    x1, y1, x2, y2 = map(float, line.groups())  # (-0.5, -0.5) to (1.0, 1.0)
-    cx, cy = map(float, re.search(r'<circle cx="([\d.]+)" cy="([\d.]+)"', chart).groups())
-    gain = -0.5 + 1.5 * (cx - x1) / (x2 - x1)
-    steps = -0.5 + 1.5 * (cy - y1) / (y2 - y1)
-    assert gain == pytest.approx(0.20, abs=0.01) and steps == pytest.approx(0.25, abs=0.01)
-
-
-@pytest.mark.parametrize(
-    "field,value,label",
-    [
-        ("price_per_hour_usd", 0.0, "price per hour"),
-        ("baseline_hours", -1.0, "baseline run"),
-        ("window_hours", 0.0, "nightly window"),
-    ],
-)
-def test_predictor_bad_input_shows_a_message(predictor, field, value, label):
-    predictor.inputs[field].value = value
-    v = text(predictor.verdict.value)
-    assert "Invalid input" in v and label in v
-    assert predictor.prediction is None
-    predictor.gain.value = 0.5  # no exception
-    predictor.inputs[field].value = 8.0
-    assert predictor.prediction is not None
-
-
-@pytest.mark.parametrize(
-    "kwargs", [dict(throughput_gain=1.5), dict(steps_change=-0.9), dict(price_per_hour_usd=0), dict(window_hours=-1)]
-)
-def test_predictor_bad_construction_arguments_raise(kwargs):
-    with pytest.raises(ValueError):
-        cost_predictor_widget(**kwargs)
-
-
-def test_docstrings_name_their_chapters():
+def test_docstring_names_its_chapter():
     assert "chapter 04" in memory_ledger_widget.__doc__
-    assert "chapter 03" in cost_predictor_widget.__doc__
 
 
-# ---- properties ---------------------------------------------------------------------------------------
+# ---- properties ------------------------------------------------------------------------------------------------------
+
 
 _LEDGER = memory_ledger_widget()
-_PREDICTOR = cost_predictor_widget()
 
 
 @given(st.integers(1, 128))
@@ -569,15 +416,7 @@ def test_ledger_verdict_matches_the_hand_rule(microbatch):
         assert oom_block(v) == first
 
 
-@given(st.integers(-50, 100), st.integers(-50, 100))
-def test_predictor_verdict_is_the_side_of_the_equal_cost_line(gain_pct, steps_pct):
-    _PREDICTOR.gain.value, _PREDICTOR.steps.value = gain_pct / 100, steps_pct / 100
-    v = text(_PREDICTOR.verdict.value)
-    expected = "same cost" if gain_pct == steps_pct else ("cheaper" if steps_pct < gain_pct else "more expensive")
-    assert f"→ {expected}" in v
-
-
-# ---- the course's figures, defined once -------------------------------------------------------------------------
+# ---- the course's figures, defined once ------------------------------------------------------------------------------
 
 
 def test_the_widgets_and_the_cli_start_from_the_same_course_figures():
