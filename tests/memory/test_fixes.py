@@ -200,59 +200,6 @@ def test_fix_oom_with_a_throughput_and_a_parameter_count(capsys):
     assert [f["name"] for f in out["fixes"]] == [row[0] for row in COURSE_FIXES]
 
 
-def test_ledger_same_figures_as_before(capsys):
-    out = run_json(capsys, "ledger", "--microbatch", "32")
-    assert out["peak_gb"] == 3.2 + 0.34 * 32 and out["budget_gb"] == 24 * 0.9
-    assert out["max_microbatch"] == 54 and out["fits"] is True and out["headroom_gb"] == pytest.approx(7.52)
-    assert (out["accumulation_steps"], out["global_batch"], out["step_time_factor"]) == (1, 32, 1.0)
-    assert out["static_gb"] == 3.2 and out["activation_gb_per_sample"] == 0.34
-    assert "recompute" not in out and "static" not in out
-
-
-def test_ledger_accumulation_keeps_the_microbatch_peak(capsys):
-    plain = run_json(capsys, "ledger", "--microbatch", "60")
-    out = run_json(capsys, "ledger", "--microbatch", "60", "--accumulation", "2")
-    assert out["peak_gb"] == plain["peak_gb"] == pytest.approx(23.6)
-    assert out["global_batch"] == 120 and out["accumulation_steps"] == 2
-    assert out["step_time_factor"] == pytest.approx(1.15)
-
-
-def test_ledger_bf16_adamw_one_billion_parameters(capsys):
-    out = run_json(
-        capsys,
-        "ledger",
-        "--precision",
-        "bf16-mixed",
-        "--optimizer",
-        "adamw",
-        "--params",
-        "1000000000",
-        "--microbatch",
-        "8",
-    )
-    assert out["static_gb"] == pytest.approx(16.0)  # 1e9 x (2 + 2 + 4 + 4 + 4) B
-    s = out["static"]
-    assert s["bytes_per_parameter"] == 16 and s["parameters"] == 10**9
-    assert (s["weights_gb"], s["gradients_gb"], s["master_weights_gb"], s["optimizer_state_gb"]) == pytest.approx(
-        (2.0, 2.0, 4.0, 8.0)
-    )
-    assert out["activation_gb_per_sample"] == pytest.approx(0.17)  # the fp32 0.34 at 2 bytes an element
-    assert out["peak_gb"] == pytest.approx(16 + 0.17 * 8)  # 17.36
-    assert out["max_microbatch"] == 32  # floor((21.6 - 16) / 0.17) = floor(32.9)
-
-
-def test_ledger_global_batch_and_recompute(capsys):
-    out = run_json(capsys, "ledger", "--global-batch", "60")
-    assert (out["accumulation_steps"], out["microbatch"], out["global_batch"]) == (2, 30, 60)
-    assert out["peak_gb"] == pytest.approx(13.4) and out["step_time_factor"] == pytest.approx(1.15)
-    sel = run_json(capsys, "ledger", "--global-batch", "60", "--recompute", "selective")
-    assert (sel["accumulation_steps"], sel["microbatch"]) == (1, 60)
-    assert sel["peak_gb"] == pytest.approx(10.748) and sel["recomputation"] == "selective"
-    assert sel["max_microbatch"] == 146 and sel["step_time_factor"] == pytest.approx(1.027)
-    fixed = run_json(capsys, "ledger", "--global-batch", "60", "--accumulation", "3")
-    assert (fixed["microbatch"], fixed["global_batch"]) == (20, 60) and fixed["peak_gb"] == pytest.approx(10.0)
-
-
 @pytest.mark.parametrize(
     "argv,flag,words",
     [
