@@ -33,7 +33,7 @@ TESTS=(
     tests/loop/test_phases.py::test_memory_sampler_sees_a_tensor_on_cuda
     tests/loop/test_phases.py::test_phase_timer_synchronizes_cuda_by_default
     tests/quality/test_parity.py::test_half_precision_on_cuda_reaches_the_target_with_parity
-    tests/roofline/test_bound_tf32.py::test_on_cuda_the_worked_example_is_bounded_by_the_tf32_peak_when_allowed
+    tests/course/test_profile_to_cost.py::test_on_cuda_the_worked_example_is_bounded_by_the_tf32_peak_when_allowed
 )
 TESTS_LIMIT_S=150
 

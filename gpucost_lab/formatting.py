@@ -66,6 +66,8 @@ def format_estimates(estimates: Sequence[Estimate | Interval], unit: str = "") -
     significant digits for the smallest value, and every value and bound to the same decimals (or all in
     scientific notation)."""
     means = [e.value for e in estimates]
+    if not means:  # nothing to line up
+        return []
     if all(_fixed(m) for m in means):
         d = max(_decimals(m) for m in means)
         number = lambda v: f"{v:,.{d}f}"  # noqa: E731

@@ -19,7 +19,7 @@ from gpucost_lab.course.variants import (
     lab_variant,
     plan_ledger,
 )
-from gpucost_lab.loop.simulated import LOOP_LEVERS, LOOP_SCENARIOS, SimulatedTrainingLoop
+from gpucost_lab.loop.simulated import LOOP_LEVERS, SimulatedTrainingLoop
 from gpucost_lab.memory.fixes import plan_fixes
 from gpucost_lab.memory.from_model import measure_model_memory
 from gpucost_lab.quality.tasks import ClassificationTask
@@ -98,24 +98,6 @@ def test_bad_ids_and_labs_are_refused_by_name(bad):
 def test_an_unknown_lab_is_refused():
     with pytest.raises(ValueError, match="lab must be one of 'profile_training_loop', 'optimization_plan'"):
         lab_variant("profile", "alice")
-
-
-def test_a_loop_with_a_schedule_of_its_own_runs_that_schedule():
-    schedule = dataclasses.replace(
-        LOOP_SCENARIOS["eval_checkpoint_heavy"],
-        name="mine",
-        steps=400,
-        eval_every=40,
-        eval_batches=10,
-        checkpoint_every=200,
-    )
-    loop = SimulatedTrainingLoop(schedule)
-    _totals(loop)
-    calls = loop.history["phase"].value_counts().to_dict()
-    assert calls == {"data": 400, "forward_backward": 400, "logging": 400, "eval": 400 // 40, "checkpoint": 400 // 200}
-    assert loop.with_lever("eval_less_often").schedule.eval_every == 160  # 4x as many steps, as LOOP_LEVERS says
-    with pytest.raises(ValueError, match="scenario.eval_every"):
-        SimulatedTrainingLoop(dataclasses.replace(schedule, eval_every=0))
 
 
 @pytest.mark.slow

@@ -1,4 +1,5 @@
-"""What PhaseTimer's synchronizations cost a loop (chapter 05, section 1), on a fake clock and a fake device.
+"""gpucost_lab.loop.phase_timing: what a phase timer's synchronizations cost a loop (chapter 05, section 1), on a fake
+clock and a fake device.
 
 The loop: per step, D seconds of host work (waiting for a batch), then one kernel of W seconds launched on the
 device (the launch itself takes no time here). By hand:

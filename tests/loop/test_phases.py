@@ -1,4 +1,5 @@
-"""Phase profiling (chapter 05) on scripted fake clocks, with hand-derived expectations beside each assertion."""
+"""gpucost_lab.loop.phases: phase profiling (chapter 05) on scripted fake clocks, with hand-derived expectations beside
+each assertion."""
 
 import itertools
 import subprocess

@@ -1,26 +1,9 @@
-"""The simulated training loop (chapter 05 and the lab "Profile a Training Loop").
-
-Hand estimates of one call of each phase, from the datasheet figures the simulator uses (A100 80GB: 19.5 TFLOP/s
-fp32, 2039 GB/s; kernels at 70% of the roofline bound + 2 us; pinned copies 25 GB/s, pageable 8 GB/s, disk 3 GB/s)
-for 8 x Linear(2048, 2048), batch 64; one simulated microsecond is one loop millisecond (TIME_SCALE = 1000):
-
-- a matmul: 2 x 64 x 2048 x 2048 = 536,870,912 FLOP / 19.5e12 = 27.53 us (its 17.8 MB take only 8.7 us), so
-  27.53 / 0.7 + 2 = 41.33 us; forward + backward = 3 x 8 = 24 of them: 991.9 us
-- fused Adam per layer: (2048^2 + 2048) x 28 bytes = 117.5 MB / 2.039e12 = 57.63 us / 0.7 + 2 = 84.32 us; x 8: 674.6
-- the batch's copy: 64 x 150,528 bytes = 9.63 MB / 25e9 + 1.5 = 386.9 us
-- ReLU / its gradient / the loss: 8 x 2.73 + 8 x 3.10 + 2.73 = 49.4 us
-- => forward_backward (synchronized, GPU-bound) ~ 991.9 + 674.6 + 386.9 + 49.4 = 2102.8 us -> 2.10 s
-- eval, one held-out batch: 8 matmuls + 8 ReLUs + the loss = 330.6 + 21.8 + 2.7 = 355.2 us -> 0.355 s
-- checkpoint: 8 x (2048^2 + 2048) x 3 states x 4 bytes = 402,849,792 bytes, copied pageable at 8 GB/s (50.36 ms,
-  48 copies x 7.5 us of call and DMA set-up = 0.36 ms) then written at 3 GB/s (134.28 ms): 185.0 ms -> 185.0 s
-- async checkpoint: the same bytes to pinned memory at 25 GB/s: 16.11 ms -> 16.11 s blocking
-- data with 4 workers: the DataLoader's __next__, 120 us -> 0.12 s; with no worker also decoding
-  64 x 80 us = 5120 us: 5240 us -> 5.24 s
-- logging: one loss.item() on an idle stream: 14 (op overhead) + 6 (copy call) + 3 (sync call) = 23 us -> 0.023 s
-
-CPU durations in the simulator and every call here are jittered by +-5%, hence the tolerances.
+"""gpucost_lab.loop.simulated: the simulated training loop (chapter 05 and the lab "Profile a Training Loop"), against
+the hand estimates of tests/loop/helpers.py (CPU durations jittered by +-5%, hence the tolerances), brute-force counts
+and the loop's own record of its calls.
 """
 
+import dataclasses
 import math
 import subprocess
 import sys
@@ -28,6 +11,7 @@ import sys
 import pandas as pd
 import pytest
 
+from gpucost_lab import InputError
 from gpucost_lab.loop.costs import TIME_SCALE
 from gpucost_lab.loop.phases import PHASES, PhaseTimer
 from gpucost_lab.loop.simulated import (
@@ -38,15 +22,7 @@ from gpucost_lab.loop.simulated import (
     run_instrumented,
 )
 
-HAND_S = {
-    "forward_backward": 2.1028,
-    "eval_batch": 0.3552,
-    "checkpoint": 185.0,
-    "async_checkpoint": 402_849_792 / 25e9 * TIME_SCALE,  # 16.114 s
-    "data_workers": 0.120,
-    "data_no_workers": 5.240,
-    "logging": 0.023,
-}
+from .helpers import HAND_S
 
 
 def instrumented(scenario="eval_checkpoint_heavy", **kw):
@@ -330,6 +306,24 @@ def test_scenarios_describe_themselves():
     assert "healthy" in repr(loop)
 
 
+def test_a_loop_with_a_schedule_of_its_own_runs_that_schedule():
+    schedule = dataclasses.replace(
+        LOOP_SCENARIOS["eval_checkpoint_heavy"],
+        name="mine",
+        steps=400,
+        eval_every=40,
+        eval_batches=10,
+        checkpoint_every=200,
+    )
+    loop = SimulatedTrainingLoop(schedule)
+    _learner_pass(loop, PhaseTimer(clock=loop.clock))
+    calls = loop.history["phase"].value_counts().to_dict()
+    assert calls == {"data": 400, "forward_backward": 400, "logging": 400, "eval": 400 // 40, "checkpoint": 400 // 200}
+    assert loop.with_lever("eval_less_often").schedule.eval_every == 160  # 4x as many steps, as LOOP_LEVERS says
+    with pytest.raises(ValueError, match="scenario.eval_every"):
+        SimulatedTrainingLoop(dataclasses.replace(schedule, eval_every=0))
+
+
 def test_the_true_balance_is_the_timer_s_table():
     small = LoopScenario("small", "healthy", steps=4, eval_every=2, eval_batches=1, checkpoint_every=4, description="")
     loop = SimulatedTrainingLoop(small)
@@ -388,3 +382,49 @@ def test_running_the_loop_again_replays_the_same_numbers():
         assert history["start_s"].iloc[0] == 0.0 and len(history) == len(passes[0][1])
         pd.testing.assert_frame_equal(history, passes[0][1], rtol=1e-9)
         pd.testing.assert_frame_equal(utilization, passes[0][2], rtol=1e-9)
+
+
+# -- a window of the run (chapter 05, "Profile the run you pay for"): against plain sums and the true balance ------
+@pytest.fixture(scope="module")
+def fixed():
+    loop = SimulatedTrainingLoop("data_stall", steps=1100).with_lever("more_loader_workers")
+    run_instrumented(loop, PhaseTimer(clock=loop.clock))
+    return loop
+
+
+def test_the_whole_run_as_a_window_is_the_true_balance(fixed):
+    whole = fixed.window_balance(0.0, fixed.clock())
+    truth = fixed.reference_balance()
+    assert list(whole["phase"]) == list(truth["phase"])
+    assert whole["seconds"].to_numpy() == pytest.approx(truth["seconds"].to_numpy(), rel=1e-12)
+    assert list(whole["calls"]) == list(truth["calls"])
+
+
+def test_a_window_inside_the_checkpoint_blames_the_checkpoint_alone(fixed):
+    h = fixed.history
+    save = h[h["phase"] == "checkpoint"].iloc[0]  # after step 1000
+    table = fixed.window_balance(save["start_s"] + 10, save["start_s"] + 70)
+    assert list(table["phase"]) == ["checkpoint"] and table["share"].iloc[0] == pytest.approx(1.0)
+    assert table["seconds"].iloc[0] == pytest.approx(60.0)
+
+
+def test_a_window_across_phases_sums_the_clipped_calls_by_hand(fixed):
+    h = fixed.history
+    lo, hi = 500.0, 800.0
+    by_hand = {}
+    for row in h.itertuples():
+        inside = min(row.end_s, hi) - max(row.start_s, lo)
+        if inside > 0:
+            by_hand[row.phase] = by_hand.get(row.phase, 0.0) + inside
+    table = fixed.window_balance(lo, hi).set_index("phase")
+    assert set(table.index) == set(by_hand)
+    for phase, seconds in by_hand.items():
+        assert table.loc[phase, "seconds"] == pytest.approx(seconds)
+    assert table["share"].sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("lo", "hi"), [(-1.0, 10.0), (10.0, 10.0), (0.0, 1e12), (float("nan"), 1.0), ("0", 1.0)])
+def test_a_window_outside_the_run_is_refused(fixed, lo, hi):
+    with pytest.raises(InputError) as err:
+        fixed.window_balance(lo, hi)
+    assert err.value.field == "end_s"

@@ -1,4 +1,7 @@
-"""The frozen benchmark contract: captured, serialised, fingerprinted, compared (chapter 01)."""
+"""gpucost_lab.measure.contract: the frozen benchmark contract, captured, serialised, fingerprinted and compared
+(chapter 01), and the float32 math it records (whether CUDA may run float32 on TF32 tensor cores, issue 13 item 7),
+against the running environment and torch's own flags.
+"""
 
 import dataclasses
 import json
@@ -11,6 +14,9 @@ import pytest
 import torch
 
 from gpucost_lab.measure.contract import BenchmarkContract, ContractMismatch
+from gpucost_lab.measure.timing import measure
+
+from .helpers import float32_flags_restored
 
 
 def test_capture_reads_the_running_environment_and_the_workload():
@@ -122,3 +128,68 @@ def test_unknown_device_is_refused(contract):
 def test_json_is_plain(contract):
     d = json.loads(contract().to_json())
     assert d["input_shapes"] == [[256, 1024]]
+
+
+# -- the float32 math recorded -----------------------------------------------------------------------------------------
+@pytest.fixture
+def flags():
+    """The float32 precision flags are process-wide: every test that sets one gets all of them back."""
+    with float32_flags_restored():
+        yield
+
+
+def test_torch_defaults_are_recorded(flags, contract):
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cudnn.allow_tf32 = True
+    c = contract()
+    assert (c.float32_matmul, c.float32_conv) == ("ieee", "tf32")
+    assert c.to_dict()["float32_matmul"] == "ieee"
+
+
+@pytest.mark.parametrize("precision,recorded", [("highest", "ieee"), ("high", "tf32"), ("medium", "tf32")])
+def test_matmul_precision_is_recorded_on_any_device_and_dtype(flags, contract, precision, recorded):
+    torch.set_float32_matmul_precision(precision)
+    assert torch.backends.cuda.matmul.allow_tf32 == (recorded == "tf32")  # torch keeps the two in step
+    assert contract().float32_matmul == recorded
+    assert contract(dtype="bfloat16").float32_matmul == recorded
+
+
+def test_allow_tf32_flags_are_recorded(flags, contract):
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cuda.matmul.allow_tf32 = True
+    assert torch.get_float32_matmul_precision() == "high"
+    torch.backends.cudnn.allow_tf32 = False
+    c = contract()
+    assert (c.float32_matmul, c.float32_conv) == ("tf32", "ieee")
+
+
+@pytest.mark.skipif(not hasattr(torch.backends, "fp32_precision"), reason="torch < 2.9 has no fp32_precision")
+def test_the_newer_fp32_precision_setting_is_recorded(flags, contract):
+    torch.backends.cuda.matmul.fp32_precision = "tf32"
+    assert contract().float32_matmul == "tf32"
+    torch.backends.cuda.matmul.fp32_precision = "ieee"
+    torch.backends.fp32_precision = "tf32"  # the global setting, inherited by cuDNN convolutions
+    torch.backends.cudnn.conv.fp32_precision = "none"
+    assert contract().float32_conv == "tf32"
+
+
+def test_a_tf32_change_is_a_contract_change(flags, contract):
+    torch.set_float32_matmul_precision("highest")
+    off = contract()
+    torch.set_float32_matmul_precision("high")
+    on = contract()
+    assert [c.field for c in off.diff(on)] == ["float32_matmul"]
+    assert off.fingerprint != on.fingerprint
+    assert BenchmarkContract.from_json(on.to_json()) == on
+    with pytest.raises(ContractMismatch, match="float32_matmul: 'ieee' -> 'tf32'"):
+        off.require_same(on)
+    off.require_same(on, allow=["float32_matmul"])
+    # flipping the flag after the contract was frozen: the measurement refuses, naming the field
+    with pytest.raises(ContractMismatch, match="float32_matmul"):
+        measure(lambda: None, off)
+
+
+@pytest.mark.parametrize("field,value", [("float32_matmul", "high"), ("float32_conv", True)])
+def test_bad_float32_math_values_are_named(contract, field, value):
+    with pytest.raises(ValueError, match=field):
+        dataclasses.replace(contract(), **{field: value})

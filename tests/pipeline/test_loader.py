@@ -1,13 +1,9 @@
-"""The input pipeline of chapter 07: the seeded dataset, the loader settings, the epoch timing and its figures, the
-one-change-at-a-time comparison, and torch.compile priced with its compile time.
-
-Every timed figure here runs on a fake clock (or is built from hand-picked times), so no test depends on the
-machine's speed; expected values are hand computations written beside them, or properties.
+"""gpucost_lab.pipeline.loader: the seeded dataset, the loader settings and the epoch timing and its figures (chapter
+07), on a fake clock or hand-picked times, against hand computations written beside them, or properties.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -17,29 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gpucost_lab import InputError
-from gpucost_lab.measure.compare import Comparison
-from gpucost_lab.measure.contract import BenchmarkContract
-from gpucost_lab.pipeline.compare import (
-    ChangeResult,
-    changes_table,
-    compare_configs,
-    decode_cost,
-    describe_change,
-    inert_changes,
-    one_change_at_a_time,
-    profile_loop,
-    same_batches,
-    step_cost,
-)
-from gpucost_lab.pipeline.launch_overhead import (
-    CompilePrice,
-    ManySmallOps,
-    default_cache_dir,
-    forward_step,
-    price_compile,
-)
+from gpucost_lab.pipeline.compare import describe_change, inert_changes
 from gpucost_lab.pipeline.loader import (
-    DECODE_PASSES,
     IMAGE_SHAPE,
     LoaderConfig,
     PipelineMeasurement,
@@ -52,15 +27,10 @@ from gpucost_lab.pipeline.loader import (
     run_epoch,
     settings_table,
 )
-from gpucost_lab.timeline import load_trace, phases, steps
+
+from .helpers import counting_clock
 
 PRICE = 2.10
-
-
-def counting_clock(tick_s: float = 0.5):
-    """A clock that advances ``tick_s`` at every read: a block's time is its number of reads x tick."""
-    ticks = itertools.count(1)
-    return lambda: next(ticks) * tick_s
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -143,11 +113,6 @@ def test_pinning_is_left_off_without_an_accelerator_and_the_workers_are_as_set()
     assert not inert_changes(LoaderConfig(), LoaderConfig(pin_memory=True, num_workers=1), "cpu")
     assert not inert_changes(LoaderConfig(), LoaderConfig(pin_memory=True), "cuda")
     assert not inert_changes(LoaderConfig(), LoaderConfig(), "cpu")  # no change at all is not an inert change
-
-
-def test_workers_feed_bitwise_the_same_batches_as_the_main_thread():
-    assert same_batches(LoaderConfig(batch_size=4), LoaderConfig(batch_size=4, num_workers=2, prefetch_factor=1))
-    assert not same_batches(LoaderConfig(batch_size=4), LoaderConfig(batch_size=8))
 
 
 def test_the_train_step_learns_and_is_seeded():
@@ -234,182 +199,3 @@ def test_settings_with_workers_run_and_bad_counts_are_refused():
         with pytest.raises(InputError) as err:
             measure_pipeline(LoaderConfig(), **kwargs)
         assert err.value.field == field
-
-
-def test_decode_and_step_costs_on_a_counting_clock():
-    # one read before and one after each repeat: 1 s per repeat, over 4 samples (decode) or 2 steps (step)
-    assert decode_cost(4, 3, clock=counting_clock(1.0)).values == (0.25, 0.25, 0.25)
-    assert step_cost(8, steps=2, repeats=2, clock=counting_clock(1.0)).values == (0.5, 0.5)
-
-
-# ------------------------------------------------------------------------------------------------------------
-# one change at a time
-
-
-def _contract(units_per_step: int = 192, measured_steps: int = 1) -> BenchmarkContract:
-    return BenchmarkContract.capture(
-        inputs=[(32, 3, 16, 16)],
-        device="cpu",
-        warmup_steps=1,
-        measured_steps=measured_steps,
-        repeats=2,
-        units_per_step=units_per_step,
-        model_name="hand-built",
-    )
-
-
-def test_a_change_row_prices_the_comparison():
-    # every baseline epoch 0.4 s, every candidate epoch 0.1 s: ratio 0.25 exactly, a zero-width interval
-    c = Comparison(_contract(), _contract(), (0.4,) * 4, (0.1,) * 4)
-    result = ChangeResult("persistent_workers False -> True", LoaderConfig(num_workers=1), LoaderConfig(), c, 3.6)
-    row = result.row()
-    assert (row["time_ratio"], row["ci95_low"], row["ci95_high"]) == pytest.approx((0.25, 0.25, 0.25))
-    assert row["verdict"] == "faster" and row["cost_verdict"] == "cheaper"
-    # 0.4 s for 192 samples at $3.60 an hour ($0.001 a second)
-    assert row["baseline_cost_per_sample_usd"] == pytest.approx(0.4 / 192 * 0.001)
-    assert row["candidate_cost_per_sample_usd"] == pytest.approx(0.1 / 192 * 0.001)
-    assert row["baseline_samples_per_s"] == pytest.approx(480.0)
-    assert changes_table([result]).index.tolist() == ["persistent_workers False -> True"]
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="pinning is inert only without an accelerator")
-def test_changes_that_do_nothing_here_are_not_timed():
-    results = one_change_at_a_time(LoaderConfig(), [{"pin_memory": True}, {"non_blocking": True}])
-    assert [r.comparison for r in results] == [None, None]
-    assert results[1].candidate == LoaderConfig(pin_memory=True, non_blocking=True)  # each on top of the last
-    row = results[0].row()
-    assert row["verdict"] == "no effect on cpu" and row["cost_verdict"] == "same cost" and math.isnan(row["time_ratio"])
-    with pytest.raises(InputError) as err:
-        one_change_at_a_time(LoaderConfig(), [{"workers": 2}])
-    assert err.value.field == "changes"
-    with pytest.raises(InputError) as err:
-        compare_configs(LoaderConfig(), LoaderConfig(batch_size=8))
-    assert err.value.field == "batch_size"
-
-
-def test_a_timed_change_on_a_counting_clock_is_the_same():
-    # a block reads the clock twice whatever it runs: every block 0.5 s on both sides, ratio 1 with no spread at all,
-    # an interval [1, 1] inside the 5% margin: "same"
-    result = compare_configs(
-        LoaderConfig(batch_size=4),
-        LoaderConfig(batch_size=4, num_workers=1),
-        batches=1,
-        rounds=2,
-        clock=counting_clock(0.5),
-    )
-    assert result.change == "num_workers 0 -> 1" and result.comparison.rounds == 2
-    assert result.comparison.time_ratio == pytest.approx(1.0)
-    assert result.verdict == "same" and result.cost_verdict == "same"
-    assert result.comparison.baseline_contract.units_per_step == 4
-
-
-def test_the_profiled_loop_has_a_data_and_a_train_phase_per_step(tmp_path):
-    profile_loop(LoaderConfig(batch_size=4), tmp_path / "loop.json.gz", active=3)
-    trace = load_trace(tmp_path / "loop.json.gz")
-    counts = phases(trace).set_index("name")["count"]
-    assert counts["data"] == 3 and counts["train"] == 3 and len(steps(trace)) == 3
-
-
-# ------------------------------------------------------------------------------------------------------------
-# launch overhead and the compile's price
-
-
-def test_many_small_ops_runs_eight_operators_per_layer():
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Count(TorchDispatchMode):
-        calls = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            Count.calls += 1
-            return func(*args, **(kwargs or {}))
-
-    model, x = ManySmallOps(layers=3, width=8), torch.randn(2, 8)
-    with torch.no_grad(), Count():
-        out = model(x)
-    # per layer: select (weight[i]), select (bias[i]), mul, add, tanh, mul, mul, add
-    assert Count.calls == 3 * 8 == model.operators_per_step and out.shape == (2, 8)
-    assert torch.equal(forward_step(model, torch.ones(2, 8))(), forward_step(model, torch.ones(2, 8))())
-
-
-def _compile_comparison(eager_block_s: float, compiled_block_s: float) -> Comparison:
-    contract = _contract(units_per_step=32, measured_steps=10)
-    return Comparison(contract, contract, (eager_block_s,) * 4, (compiled_block_s,) * 4)
-
-
-def test_the_break_even_and_the_amortized_cost_by_hand():
-    # 10 steps a block: eager 1 ms a step, compiled 0.4 ms; compile 1.2 s -> break-even 1.2 / 0.0006 = 2,000 steps
-    price = price_compile(_compile_comparison(0.010, 0.004), 1.2, steps=1000, price_per_hour_usd=3.6)
-    assert isinstance(price, CompilePrice) and price.samples_per_step == 32
-    assert price.eager_step_s == pytest.approx(0.001) and price.compiled_step_s == pytest.approx(0.0004)
-    assert tuple(price.break_even_steps) == pytest.approx((2000.0, 2000.0, 2000.0))
-    costs = price.cost_per_sample_usd()
-    # $0.001 a second: eager 1 ms / 32 samples; compiled (1.2 s + 1000 x 0.4 ms) / 32,000 samples
-    assert costs["eager"] == pytest.approx(0.001 / 32 * 0.001)
-    assert costs["compiled"] == pytest.approx(1.6 / 32_000 * 0.001)
-    # a zero-width interval: below 2,000 steps "stay eager", above it "compile"
-    assert (price.verdict(), price.verdict(1999), price.verdict(2001)) == ("stay eager", "stay eager", "compile")
-    table = price.table((1000, 3000))
-    assert table["verdict"].tolist() == ["stay eager", "compile"]
-    assert table.loc[3000, "compiled_cost_per_sample_usd"] < table.loc[3000, "eager_cost_per_sample_usd"]
-
-
-def test_between_the_break_even_interval_ends_the_verdict_is_inconclusive():
-    # rounds at ratios 0.4 and 0.41: geometric mean 0.405, t(0.975, 1) = 12.706 -> 95% CI about 0.346 to 0.474;
-    # break-even 1.2 s / (1 ms x (1 - r)): about 1,835 to 2,281 steps around 2,017
-    contract = _contract(units_per_step=32, measured_steps=10)
-    c = Comparison(contract, contract, (0.010,) * 4, (0.004, 0.004, 0.0041, 0.0041))
-    price = price_compile(c, 1.2, steps=2000)
-    low, high = price.break_even_steps[1:]
-    assert 1800 < low < 1870 and 2240 < high < 2320 and c.verdict == "faster"
-    assert [price.verdict(n) for n in (1800, 2000, 2400)] == ["stay eager", "inconclusive", "compile"]
-
-
-def test_a_compile_that_saves_nothing_never_pays():
-    price = price_compile(_compile_comparison(0.010, 0.010), 1.0, steps=10**9)
-    assert price.break_even_steps.value == math.inf and price.verdict() == "inconclusive"
-    # an inconclusive comparison still rules out a compile that even free compiled steps could not pay back:
-    # 999 steps x 1 ms = 0.999 s < 1 s of compile; 1,001 steps could
-    assert (price.verdict(999), price.verdict(1001)) == ("stay eager", "inconclusive")
-
-
-@pytest.mark.parametrize(
-    "kwargs,field", [({"compile_s": 0}, "compile_s"), ({"steps": 0}, "steps"), ({"price_per_hour_usd": -1}, "price")]
-)
-def test_bad_compile_prices_name_their_field(kwargs, field):
-    args = {"compile_s": 1.0, "steps": 10, "price_per_hour_usd": 2.1, **kwargs}
-    with pytest.raises(InputError) as err:
-        price_compile(_compile_comparison(0.01, 0.005), args.pop("compile_s"), **args)
-    assert err.value.field.startswith(field)
-
-
-def test_the_cache_folder_follows_xdg(monkeypatch, tmp_path):
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    assert default_cache_dir() == tmp_path / "gpucost-lab" / "torch-compile"
-
-
-@pytest.mark.slow
-def test_compiling_into_a_fresh_cache_then_reusing_it(monkeypatch, tmp_path):
-    """A cold compile into an empty folder (seconds: the generated C++ is compiled), then the same graph again."""
-    from gpucost_lab.pipeline.launch_overhead import CACHE_ENV, COLD_RECORD, compile_model
-
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path))  # restored after the test
-    torch._dynamo.reset()
-    x = torch.randn(4, 8)
-    compiled, cold = compile_model(ManySmallOps(layers=2, width=8), x, tmp_path)
-    assert not cold.cache_hit and cold.cold_compile_s == cold.compile_s and (tmp_path / COLD_RECORD).exists()
-    assert cold.max_abs_difference < 1e-5
-    torch._dynamo.reset()
-    _, warm = compile_model(ManySmallOps(layers=2, width=8), x, tmp_path)
-    assert warm.cache_hit and warm.cold_compile_s == cold.compile_s
-    with pytest.raises(InputError):
-        compile_model(torch.nn.Linear(2, 2), x, tmp_path)
-
-
-def test_epoch_figures_are_the_same_unit_as_the_contract():
-    # an epoch comparison counts the epoch's samples: batches x batch size
-    from gpucost_lab.pipeline.compare import epoch_contract
-
-    contract = epoch_contract(LoaderConfig(batch_size=16), batches=3, rounds=5)
-    assert contract.units_per_step == 48 and contract.repeats == 5 and contract.measured_steps == 1
-    assert DECODE_PASSES >= 1

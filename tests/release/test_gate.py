@@ -1,55 +1,19 @@
-"""The release gate and the release registry (chapter 06)."""
+"""gpucost_lab.release.gate: the release gate's checks, decision and reasons (chapter 06), against hand-computed
+ratios and intervals (t values from a t table).
+"""
 
 import dataclasses
 import json
 import math
-import os
-from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from gpucost_lab import atomic
-from gpucost_lab.measure.contract import BenchmarkContract
-from gpucost_lab.release import CHECKS, CandidateResult, Decision, Registry, gate
-from gpucost_lab.release import registry as registry_module
-from gpucost_lab.stats import Estimate, Interval, RatioVerdict
+from gpucost_lab.release import CHECKS, Decision
+from gpucost_lab.stats import Interval, RatioVerdict
+
+from .helpers import GB, GOOD_COSTS, decide, result
 
 T_975 = {2: 4.302653, 4: 2.776445}  # t(0.975, df) from a t table
-GB = 10**9
-T0 = datetime(2025, 1, 6, 2, 0, tzinfo=timezone.utc)
-
-
-@pytest.fixture(scope="module")
-def contract():
-    return BenchmarkContract.capture(inputs=[(64, 32)], device="cpu", repeats=3, model_name="MLP")
-
-
-def result(contract, name, costs, *, parity=True, reasons=(), peak=20 * GB, hours=6.0):
-    return CandidateResult(
-        name=name,
-        contract=contract,
-        cost_to_target_usd=Estimate.of(costs),
-        parity_passed=parity,
-        parity_reasons=reasons,
-        peak_memory_bytes=peak,
-        run_hours=hours,
-    )
-
-
-# logs ln 10 -+ 0.05: geometric mean 10, log std 0.05 ; GOOD: the same 5% spread around 8, 20% cheaper
-BASE_COSTS = [10 * math.exp(-0.05), 10.0, 10 * math.exp(0.05)]
-GOOD_COSTS = [8 * math.exp(-0.05), 8.0, 8 * math.exp(0.05)]
-
-
-def decide(contract, candidate=None, **kw):
-    args = dict(budget_bytes=int(21.6 * GB), window_hours=8.0)
-    args.update(kw)
-    base = result(contract, "fp32-baseline", BASE_COSTS)
-    return gate(base, candidate or result(contract, "bf16-candidate", GOOD_COSTS), **args)
-
-
-# --------------------------------------------------------------------------------------------------
-# the gate
 
 
 def test_a_good_candidate_is_promoted_with_every_check_reported(contract):
@@ -218,42 +182,6 @@ def test_gate_rejects_bad_input(contract, kw, message):
         decide(contract, **kw)
 
 
-def test_candidate_result_rejects_bad_fields(contract):
-    with pytest.raises(ValueError, match="values must all be finite numbers > 0"):
-        result(contract, "c", [0.0, 1.0])
-    with pytest.raises(ValueError, match="peak_memory_bytes must be an integer >= 0, got -1"):
-        result(contract, "c", GOOD_COSTS, peak=-1)
-    with pytest.raises(ValueError, match="run_hours must be > 0"):
-        result(contract, "c", GOOD_COSTS, hours=0.0)
-    with pytest.raises(ValueError, match="parity_passed must be True or False"):
-        result(contract, "c", GOOD_COSTS, parity="yes")
-    with pytest.raises(ValueError, match="candidate.name must differ from baseline.name"):
-        gate(result(contract, "x", BASE_COSTS), result(contract, "x", GOOD_COSTS), budget_bytes=GB, window_hours=1)
-
-
-def test_candidate_result_details_are_kept_but_not_compared(contract):
-    a = CandidateResult("c", contract, Estimate.of(GOOD_COSTS), True, ["ok"], 1, 1.0, details={"lr": 0.1})
-    b = dataclasses.replace(a, details={"lr": 0.2})
-    assert a == b and a.details == {"lr": 0.1} and a.parity_reasons == ("ok",)
-
-
-def test_candidate_result_report_fields_are_optional_and_checked(contract):
-    r = result(contract, "c", GOOD_COSTS, reasons=("accuracy 0.91 vs 0.92",))
-    assert (r.samples_per_s, r.cost_per_sample_usd, r.steps_to_target, r.parity_summary) == (None, None, None, None)
-    assert r.parity == "passed: accuracy 0.91 vs 0.92"  # no summary given: said from the parity check
-    assert result(contract, "c", GOOD_COSTS, parity=False).parity == "failed"
-    assert dataclasses.replace(r, parity_summary="reference").parity == "reference"
-    assert dataclasses.replace(r, steps_to_target=1250).steps_to_target == 1250.0
-    with pytest.raises(ValueError, match="samples_per_s must be an Estimate or None, got list"):
-        dataclasses.replace(r, samples_per_s=[1.0, 2.0])
-    with pytest.raises(ValueError, match="cost_per_sample_usd must be an Estimate or None, got float"):
-        dataclasses.replace(r, cost_per_sample_usd=1e-7)
-    with pytest.raises(ValueError, match="steps_to_target must be > 0, got 0"):
-        dataclasses.replace(r, steps_to_target=0)
-    with pytest.raises(ValueError, match="parity_summary must be a non-empty string, got ' '"):
-        dataclasses.replace(r, parity_summary=" ")
-
-
 def test_decision_dict_round_trip_and_invariants(contract):
     d = decide(contract, result(contract, "c", GOOD_COSTS, hours=9.0))
     data = json.loads(json.dumps(d.to_dict(), sort_keys=True))  # JSON reorders the checks
@@ -263,200 +191,3 @@ def test_decision_dict_round_trip_and_invariants(contract):
         dataclasses.replace(decide(contract), to="fp32-baseline")  # a promotion must name its candidate
     with pytest.raises(ValueError, match="action must be one of 'promote', 'fallback', got 'ship'"):
         dataclasses.replace(d, action="ship")
-
-
-# --------------------------------------------------------------------------------------------------
-# the registry
-
-
-@pytest.fixture
-def decisions(contract):
-    return {
-        "v1": decide(contract, result(contract, "v1", GOOD_COSTS)),  # promote v1 over fp32-baseline
-        "v2": gate(
-            result(contract, "v1", BASE_COSTS),
-            result(contract, "v2", GOOD_COSTS),
-            budget_bytes=21 * GB,
-            window_hours=8.0,
-        ),
-        "v3-unsafe": gate(
-            result(contract, "v2", BASE_COSTS),
-            result(contract, "v3", GOOD_COSTS, hours=9.0),
-            budget_bytes=21 * GB,
-            window_hours=8.0,
-            fallback="v2",
-        ),
-    }
-
-
-def test_an_empty_registry_has_nothing_in_production(tmp_path):
-    reg = Registry(tmp_path / "releases.json")
-    assert (reg.current(), reg.last_known_good(), reg.history()) == (None, None, [])
-    assert not (tmp_path / "releases.json").exists()  # reading never writes
-
-
-def test_record_promotions_and_a_fallback(tmp_path, decisions):
-    ticks = iter(range(10))
-    reg = Registry(tmp_path / "releases.json", clock=lambda: T0 + timedelta(hours=next(ticks)))
-    reg.record(decisions["v1"])
-    assert (reg.current(), reg.last_known_good()) == ("v1", "v1")
-    reg.record(decisions["v2"])
-    assert (reg.current(), reg.last_known_good()) == ("v2", "v2")
-    reg.record(decisions["v3-unsafe"], at=datetime(2025, 1, 9, tzinfo=timezone.utc))
-    assert (reg.current(), reg.last_known_good()) == ("v2", "v2")  # the unsafe candidate never enters
-    history = reg.history()
-    assert [e["recorded_at"] for e in history] == [
-        "2025-01-06T02:00:00+00:00",
-        "2025-01-06T03:00:00+00:00",
-        "2025-01-09T00:00:00+00:00",
-    ]
-    assert [(e["decision"]["action"], e["decision"]["candidate"]) for e in history] == [
-        ("promote", "v1"),
-        ("promote", "v2"),
-        ("fallback", "v3"),
-    ]
-    assert reg.decisions() == list(decisions.values())
-
-
-def test_a_second_registry_on_the_same_file_sees_the_decisions(tmp_path, decisions):
-    path = tmp_path / "releases.json"
-    Registry(path).record(decisions["v1"], at=T0)
-    other = Registry(str(path))
-    assert (other.current(), other.last_known_good()) == ("v1", "v1")
-    assert other.history()[0]["decision"] == decisions["v1"].to_dict()
-    on_disk = json.loads(path.read_text())
-    assert (on_disk["current"], on_disk["last_known_good"]) == ("v1", "v1")  # readable by a person too
-
-
-def test_the_last_known_good_is_the_fallback_for_the_next_gate(tmp_path, contract, decisions):
-    reg = Registry(tmp_path / "releases.json")
-    reg.record(decisions["v1"], at=T0)
-    # the next candidate is measured against a reference configuration, not against v1
-    d = gate(
-        result(contract, "fp32-reference", BASE_COSTS),
-        result(contract, "v2", GOOD_COSTS, parity=False),
-        budget_bytes=21 * GB,
-        window_hours=8.0,
-        fallback=reg.last_known_good(),
-    )
-    assert (d.action, d.to) == ("fallback", "v1")
-    reg.record(d, at=T0)
-    assert (reg.current(), reg.last_known_good()) == ("v1", "v1")
-
-
-def test_a_fallback_to_a_named_baseline_moves_production_and_rollback_returns(tmp_path, contract, decisions):
-    reg = Registry(tmp_path / "releases.json")
-    reg.record(decisions["v1"], at=T0)
-    d = gate(
-        result(contract, "fp32-reference", BASE_COSTS),
-        result(contract, "v2", GOOD_COSTS, peak=30 * GB),
-        budget_bytes=21 * GB,
-        window_hours=8.0,
-    )  # no fallback given: production degrades to the baseline
-    reg.record(d, at=T0)
-    assert (reg.current(), reg.last_known_good()) == ("fp32-reference", "v1")
-    assert reg.rollback(at=T0) == "v1"
-    assert (reg.current(), reg.last_known_good()) == ("v1", "v1")
-    assert reg.history()[-1] == {
-        "event": "rollback",
-        "recorded_at": T0.isoformat(),
-        "from": "fp32-reference",
-        "to": "v1",
-    }
-
-
-def test_rollback_of_a_bad_promotion_returns_to_the_release_before_it(tmp_path, decisions):
-    reg = Registry(tmp_path / "releases.json")
-    reg.record(decisions["v1"], at=T0)
-    reg.record(decisions["v2"], at=T0)
-    assert reg.rollback(at=T0) == "v1"  # v2 misbehaved in production: it is no longer known good
-    assert (reg.current(), reg.last_known_good()) == ("v1", "v1")
-    assert reg.rollback(at=T0) == "fp32-baseline"  # the baseline v1 was measured against
-    assert (reg.current(), reg.last_known_good()) == ("fp32-baseline", "fp32-baseline")
-    with pytest.raises(ValueError, match="rollback needs a known-good release"):
-        reg.rollback(at=T0)
-    assert len(Registry(reg.path).history()) == 4  # the refused rollback wrote nothing
-
-
-def test_rollback_of_an_empty_registry_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="rollback needs a known-good release"):
-        Registry(tmp_path / "r.json").rollback(at=T0)
-
-
-def test_timestamps_must_be_timezone_aware(tmp_path, decisions):
-    with pytest.raises(ValueError, match="at must be a timezone-aware datetime"):
-        Registry(tmp_path / "r.json").record(decisions["v1"], at=datetime(2025, 1, 6))
-    assert not (tmp_path / "r.json").exists()
-
-
-def test_an_interrupted_write_keeps_the_old_registry_and_leaves_no_temporary_file(tmp_path, monkeypatch, decisions):
-    path = tmp_path / "releases.json"
-    reg = Registry(path)
-    reg.record(decisions["v1"], at=T0)
-    before = path.read_bytes()
-    real_dumps = json.dumps
-
-    def crash_halfway(obj, f, **kw):
-        text = real_dumps(obj, **kw)
-        f.write(text[: len(text) // 2])  # half the new registry reaches the temporary file...
-        raise KeyboardInterrupt("power cut")  # ...then the process dies
-
-    monkeypatch.setattr(registry_module.json, "dump", crash_halfway)
-    with pytest.raises(KeyboardInterrupt):
-        reg.record(decisions["v2"], at=T0)
-    monkeypatch.undo()
-    assert path.read_bytes() == before
-    assert os.listdir(tmp_path) == ["releases.json"]
-    assert (Registry(path).current(), len(Registry(path).history())) == ("v1", 1)
-
-
-def test_a_failed_rename_keeps_the_old_registry(tmp_path, monkeypatch, decisions):
-    path = tmp_path / "releases.json"
-    Registry(path).record(decisions["v1"], at=T0)
-    before = path.read_bytes()
-
-    def no_rename(src, dst):
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(atomic.os, "replace", no_rename)
-    with pytest.raises(OSError, match="No space left"):
-        Registry(path).record(decisions["v2"], at=T0)
-    monkeypatch.undo()
-    assert path.read_bytes() == before and os.listdir(tmp_path) == ["releases.json"]
-
-
-@pytest.mark.parametrize(
-    "content",
-    [
-        b"",
-        b'{"format": "gpucost-lab release registry", "vers',
-        b"\xff\xfe\x00",
-        b"[]",
-        b'{"format": "gpucost-lab release registry", "version": 99}',
-    ],
-)
-def test_a_corrupt_registry_is_an_error_naming_the_file_and_is_never_reset(tmp_path, decisions, content):
-    path = tmp_path / "releases.json"
-    path.write_bytes(content)
-    reg = Registry(path)
-    for call in (reg.current, reg.last_known_good, reg.history, lambda: reg.record(decisions["v1"], at=T0)):
-        with pytest.raises(ValueError, match="releases.json"):
-            call()
-    assert path.read_bytes() == content
-
-
-def test_a_registry_whose_summary_disagrees_with_its_history_is_an_error(tmp_path, decisions):
-    path = tmp_path / "releases.json"
-    Registry(path).record(decisions["v1"], at=T0)
-    data = json.loads(path.read_text())
-    data["current"] = "v9"  # edited by hand
-    path.write_text(json.dumps(data))
-    with pytest.raises(ValueError, match="edited by hand or is corrupt"):
-        Registry(path).current()
-
-
-def test_an_unreadable_registry_is_an_error_naming_the_file(tmp_path):
-    folder = tmp_path / "releases.json"
-    folder.mkdir()  # a folder where the file should be
-    with pytest.raises(ValueError, match="releases.json.*cannot be read"):
-        Registry(folder).current()

@@ -1,4 +1,5 @@
-"""The release report in Markdown and HTML (chapter 06)."""
+"""gpucost_lab.release.report: the release report in Markdown and HTML (chapter 06), against values formatted by
+hand."""
 
 import dataclasses
 import math
@@ -9,7 +10,6 @@ from html.parser import HTMLParser
 import pytest
 
 from gpucost_lab import atomic
-from gpucost_lab.formatting import format_estimate, format_estimates, format_number
 from gpucost_lab.measure.contract import BenchmarkContract
 from gpucost_lab.release import CandidateResult, gate
 from gpucost_lab.release.report import ReportData, render_html, render_markdown, write_report
@@ -104,26 +104,6 @@ def visible_text(page: str) -> str:
     parser = Text()
     parser.feed(page)
     return " ".join(" ".join(parser.parts).split())
-
-
-def test_formats_by_hand():
-    assert format_number(12_345.6) == "12,346"
-    assert format_number(2.1) == "2.100"
-    assert format_number(0.01234) == "0.01234"
-    assert format_number(1.1e-7) == "1.100e-07"
-    assert format_estimate(Estimate.of(BASE_THROUGHPUT), "samples/s") == "10,000 samples/s (95% CI 7,800 to 12,820)"
-    assert format_estimate(Estimate.of(BASE_TO_TARGET), "USD") == "1.000 USD (95% CI 0.883 to 1.132)"
-    assert format_estimate(Estimate.of(BASE_PER_SAMPLE), "USD") == "1.100e-07 USD (95% CI 8.580e-08 to 1.410e-07)"
-    # a row shares one format: 4 significant digits for its smallest mean (0.8 -> 4 decimals)
-    assert format_estimates([Estimate.of(BASE_TO_TARGET), Estimate.of(CAND_TO_TARGET)], "USD") == [
-        "1.0000 USD (95% CI 0.8832 to 1.1323)",
-        "0.8000 USD (95% CI 0.7804 to 0.8201)",
-    ]
-    # one mean below 0.001: both in scientific notation ; [0.0019, 0.002, 0.0021]: s = 1e-4, half 2.4841e-4
-    assert format_estimates([Estimate.of(spread(0.002, 0.05)), Estimate.of([9e-4, 9e-4])]) == [
-        "2.000e-03 (95% CI 1.766e-03 to 2.265e-03)",
-        "9.000e-04 (95% CI 9.000e-04 to 9.000e-04)",
-    ]
 
 
 EXPECTED = [  # (what, the text the report must show), formatted by hand from the numbers above
