@@ -73,6 +73,7 @@ def test_deep_nesting_is_refused_before_the_parser_sees_a_byte():
         reader.read(65536)  # the first chunk already passes the limit: the parser would receive nothing
 
 
+@pytest.mark.slow  # a fresh process that imports torch, or a long computation: `make test` runs it
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA bounds anonymous memory on Linux")
 def test_analyze_of_deep_nesting_is_one_line_and_exit_2_in_bounded_memory(tmp_path):
     path = tmp_path / "deep.json"

@@ -74,6 +74,7 @@ def test_bad_input_is_one_line_naming_the_field_and_exit_2(tmp_path, capsys):
         assert "Traceback" not in captured.err
 
 
+@pytest.mark.slow  # a fresh process that imports torch, or a long computation: `make test` runs it
 def test_the_installed_command_gives_one_line_and_exit_2(tmp_path):
     proc = subprocess.run(
         [str(SCRIPT), "grade-class", str(tmp_path / "missing"), "--workers", "2"],

@@ -16,6 +16,7 @@ from gpucost_lab.cli import main as cli
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
+@pytest.mark.slow  # a fresh process that imports torch, or a long computation: `make test` runs it
 def test_python_dash_m_runs_the_cli():
     proc = subprocess.run(
         [

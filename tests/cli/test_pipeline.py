@@ -52,6 +52,7 @@ def test_one_row_per_setting_and_each_figure_from_its_raw_times(capsys):
         assert all(f <= w for f, w in zip(row["first_batch_times_s"], row["wait_times_s"]))
 
 
+@pytest.mark.slow  # a fresh process that imports torch, or a long computation: `make test` runs it
 def test_worker_settings_apply_to_the_rows_with_workers(capsys):
     flags = ["--persistent-workers", "--prefetch-factor", "3", "--pin-memory"]
     out = run_json(capsys, "--workers", "0", "1", "--batches", "1", "--repeats", "2", *flags)

@@ -66,6 +66,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, flag):
     assert_one_line_naming(capsys, argv, flag)
 
 
+@pytest.mark.slow  # a fresh process that imports torch, or a long computation: `make test` runs it
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU-only refusal")
 def test_cuda_on_a_cpu_only_machine_is_refused_cleanly():
     proc = subprocess.run(

@@ -302,6 +302,7 @@ def plan_configs_over_seeds():
     return {name: train_over_seeds(task, budget_steps=300, **kwargs) for name, kwargs in configs.items()}
 
 
+@pytest.mark.slow  # a fresh process that imports torch, or a long computation: `make test` runs it
 def test_plan_candidates_pass_or_fail_parity_across_seeds(plan_configs_over_seeds):
     runs = plan_configs_over_seeds
     base = runs["baseline"]
