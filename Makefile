@@ -73,8 +73,8 @@ lint: install
 
 # The quick loop while editing: the lint and the unit tests, under a minute on 2 cores. Left out by marker (declared
 # in pyproject.toml; tests/conftest.py marks whole files): notebook (a notebook executed), browser (Chromium), grading
-# (nbgrader or the sandboxed grader) and slow (a server, a fresh environment or process that imports torch, a long computation). `make test` runs
-# them all. `pytest -m notebook` (or browser, grading, slow) runs one kind.
+# (nbgrader or the sandboxed grader) and slow (a server, a fresh environment or process that imports torch, a long
+# computation). `make test` runs them all. `pytest -m notebook` (or browser, grading, slow) runs one kind.
 CHECK_MARKERS := not notebook and not browser and not grading and not slow
 
 check: install lint

@@ -1,4 +1,6 @@
-"""Answers as plain data (gpucost_lab.grading.answers): what the grader rebuilds, and what it refuses.
+"""Tests of gpucost_lab.grading.answers: answers as plain data, what the grader rebuilds and what it refuses, against
+values built by hand; and that the kernel loads this module without the rest of the grading package, whose
+``__init__`` still offers every name it lists (tested here, the one reason it loads its modules lazily).
 
 The learner's kernel can send any JSON text at all; whatever it sends, the grader either rebuilds a plain value
 (or a course type, by its own constructor) or a ``Rejected`` answer that fails the checks reading it. It never

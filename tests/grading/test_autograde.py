@@ -1,16 +1,14 @@
-"""Grading the lab: nbgrader autograding at the 80% pass mark, the learner's self-check and `make labs`, on a
-tiny lab of our own (tests/fixtures/grading/solutions/mini_lab). The course's configuration, bad input, nbgrader's
-own failures and the export plugin: tests/grading/test_course.py.
+"""Tests of gpucost_lab.grading.autograde: nbgrader autograding at the 80% pass mark, and `make labs`, on a tiny lab
+of our own (tests/fixtures/grading/solutions/mini_lab), against scores summed by hand. The learner's self-check:
+tests/grading/test_selfcheck.py; the course's configuration: tests/grading/test_course.py.
 
 The fixture lab has five test cells worth 3 + 2 + 2 + 2 + 1 = 10 points (read from nothing but the fixture's
 metadata, written by hand); Q4's test has a hidden part (to_gb(3e9) == 3.0 and to_gb(5e8) == 0.5) that the released
 lab does not show. Every expected score below is the sum of the points of the tests that should pass.
 """
 
-import copy
 import json
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -18,102 +16,18 @@ import nbformat
 import pytest
 
 from gpucost_lab import grading
-from gpucost_lab.cli.main import main
 from gpucost_lab.grading.course import course_config
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCE_ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "grading" / "solutions"
-ASSIGNMENT = "mini_lab"
-SOURCE_NB = SOURCE_ROOT / ASSIGNMENT / "mini_lab.ipynb"
+from .helpers import ASSIGNMENT, FIXTURE_ARGS, SOURCE_NB, SOURCE_ROOT, cli, grade_fixture, grade_id, learner_copy
+
 POINTS = {"q1_test": 3, "q2_test": 2, "q3_test": 2, "q4_test": 2, "q5_test": 1}  # 10 in all
-FIXTURE_ARGS = ["--assignment", ASSIGNMENT, "--source-root", str(SOURCE_ROOT)]
-
-
-def grade_id(cell):
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-
-
-def solution(question):
-    """The source's answer to ``question`` without the solution markers (what a learner who got it right writes)."""
-    source = next(c.source for c in nbformat.read(SOURCE_NB, as_version=4).cells if grade_id(c) == f"{question}_answer")
-    return "\n".join(line for line in source.splitlines() if "### " not in line)
-
-
-def learner_copy(released, folder, answers=(), *, custom=None, edit_tests=None, delete=(), name="mini_lab.ipynb"):
-    """Write a learner's notebook: ``answers`` answered correctly, ``custom`` answers as given, tests edited/deleted."""
-    nb = copy.deepcopy(released)
-    custom, edit_tests = custom or {}, edit_tests or {}
-    for cell in nb.cells:
-        gid = grade_id(cell) or ""
-        q = gid.split("_")[0]
-        if gid.endswith("_answer") and q in custom:
-            cell.source = custom[q]
-        elif gid.endswith("_answer") and q in answers:
-            cell.source = solution(q)
-        if gid in edit_tests:
-            cell.source = edit_tests[gid]
-    nb.cells = [c for c in nb.cells if grade_id(c) not in delete]
-    path = Path(folder) / name
-    nbformat.write(nb, path)
-    return path
-
-
-def grade_fixture(path, **kw):
-    return grading.grade(path, assignment=ASSIGNMENT, source_root=SOURCE_ROOT, **kw)
-
-
-def cli(capsys, *argv):
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured
 
 
 # --------------------------------------------------------------------------------------- make labs: the release
 
 
-@pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    """A course like the repository (its nbgrader_config.py, the fixture lab as solutions/), built by `make labs`."""
-    course = tmp_path_factory.mktemp("course")
-    shutil.copytree(SOURCE_ROOT, course / "solutions")
-    shutil.copy(ROOT / "nbgrader_config.py", course)
-    (course / "labs" / "renamed_lab").mkdir(parents=True)  # a lab whose source is gone
-    (course / "labs" / "README.md").write_text("kept\n")
-    # the repository's Makefile, run in the course; -o: the shared .venv is installed already
-    proc = subprocess.run(
-        [
-            "make",
-            "-s",
-            "-C",
-            str(course),
-            "-f",
-            str(ROOT / "Makefile"),
-            "labs",
-            f"VENV={ROOT / '.venv'}",
-            "-o",
-            str(ROOT / ".venv" / ".installed"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return course
-
-
-@pytest.fixture(scope="module")
-def lab_folder(course):
-    """The released lab as learners get it: the notebook and the helper module beside it."""
-    return course / "labs" / ASSIGNMENT
-
-
-@pytest.fixture(scope="module")
-def released(lab_folder):
-    return nbformat.read(lab_folder / "mini_lab.ipynb", as_version=4)
-
-
-def test_make_labs_writes_the_release_and_nothing_else(course, released):
-    files = {str(p.relative_to(course)) for p in course.rglob("*") if p.is_file()}
+def test_make_labs_writes_the_release_and_nothing_else(labs_course, released):
+    files = {str(p.relative_to(labs_course)) for p in labs_course.rglob("*") if p.is_file()}
     assert files == {
         "nbgrader_config.py",
         "solutions/mini_lab/mini_lab.ipynb",
@@ -122,7 +36,7 @@ def test_make_labs_writes_the_release_and_nothing_else(course, released):
         "labs/mini_lab/mini_lab.ipynb",
         "labs/mini_lab/lab_helpers.py",
     }
-    assert not (course / "labs" / "renamed_lab").exists()  # no gradebook.db, no stale lab
+    assert not (labs_course / "labs" / "renamed_lab").exists()  # no gradebook.db, no stale lab
     cells = {grade_id(c): c.source for c in released.cells if grade_id(c)}
     assert "raise NotImplementedError" in cells["q1_answer"] and "total_s / steps" not in cells["q1_answer"]
     assert "to_gb(2e9)" in cells["q4_test"] and "3e9" not in cells["q4_test"] and "HIDDEN" not in cells["q4_test"]
@@ -302,22 +216,27 @@ def test_manually_graded_cell_is_pending_not_failed(tmp_path):
     assert "awaiting manual grading (2 points" in report.text()
 
 
-# --------------------------------------------------------------------------------------- self-check
+# --------------------------------------------------------------------------------------- nbgrader's own failures
 
 
-def test_self_check_counts_visible_points_only(tmp_path, released, lab_folder, capsys):
-    folder = shutil.copytree(lab_folder, tmp_path / "mini_lab")
-    submission = learner_copy(released, folder, ["q1", "q3"])  # 3 + 2 = 5 visible points
-    code, out = cli(capsys, "self-check", str(submission), "--json")
-    assert code == 1
-    report = json.loads(out.out)
-    assert (report["points_passed"], report["visible_points"], report["manual_points"], report["max_points"]) == (
-        5,
-        10,
-        0,
-        10,
-    )
-    assert (report["percent"], report["pass_mark_percent"], report["points_to_pass"]) == (50, 80, 8)
-    assert report["reaches_pass_mark"] is False
-    assert [f["cell"] for f in report["failed"]] == ["q2_test", "q4_test", "q5_test"]
-    assert "hidden tests" in report["note"] and "may still fail" in report["note"]
+def test_a_submission_nbgrader_cannot_autograde_is_a_grading_error_not_a_grade(tmp_path, monkeypatch, capsys):
+    from nbgrader.converters import Autograde
+
+    from gpucost_lab.grading import autograde
+
+    real = autograde.run_converter
+
+    def disk_full_at_autograde(config, converter_class, **traits):
+        if converter_class is Autograde:  # nbgrader's own failure, whatever the submission holds
+            return "OSError: [Errno 28] No space left on device"
+        return real(config, converter_class, **traits)
+
+    monkeypatch.setattr(autograde, "run_converter", disk_full_at_autograde)
+    submission = shutil.copy(SOURCE_NB, tmp_path / "mini_lab.ipynb")  # every answer right: no grade all the same
+    with pytest.raises(grading.GradingError, match="nbgrader could not autograde it: OSError: .*No space left"):
+        grade_fixture(submission)
+    assert not issubclass(grading.GradingError, ValueError)  # a failure of the grading, not bad input
+    code, out = cli(capsys, "grade", str(submission), *FIXTURE_ARGS, "--json")
+    assert code == 2 and out.out == "" and "Traceback" not in out.err
+    lines = out.err.strip().splitlines()
+    assert len(lines) == 1 and "could not autograde" in lines[0] and str(submission) in lines[0]

@@ -1,19 +1,26 @@
-"""Grading a class: submissions built from the real lab, with verdicts known by hand.
+"""Tests of gpucost_lab.grading.classes: grading a class, submissions built from the real lab, with verdicts known by
+hand.
 
 Points (the lab's own headings, as in tests/course/test_lab_profile.py): 3 + 2 + 3 + 1 + 2 + 2 + 2 + 1 = 16; 80% is
 12.8. Every reference answer: 16 / 16, passed. The release as handed out: 0 / 16, not passed. Malformed JSON: an
-error row, not a crash, and the other students are still graded.
+error row, not a crash, and the other students are still graded. A student folder or notebook that is a link (to the
+lab's solution, say): an error row of its own, not a grade.
 """
+
+import math
+import os
 
 import nbformat
 import pytest
-from labtools import ROOT, answered_release, release_path, source_path
+from labtools import ROOT, answered_release, release_path, source_path, write_submission
 from labtools import meta as _meta
 
 from gpucost_lab.grading.classes import COLUMNS, find_submissions, grade_class
 
+from .helpers import needs_sandbox
+
 LAB = "profile_training_loop"
-SOURCE = source_path(LAB)
+SOURCE = source_path(LAB)  # the lab's solution: every answer, the hidden tests
 RELEASE = release_path(LAB)
 
 
@@ -95,3 +102,41 @@ def test_a_source_nbgrader_cannot_generate_is_each_rows_grading_error_generated_
     assert len(calls) == 1  # the second submission read why from the first attempt's marker
     (marker,) = (tmp_path / "scratch" / "generated").glob("*/failed")
     assert marker.read_text(encoding="utf-8") in rows[1]["error"]
+
+
+def test_find_submissions_gives_each_link_its_own_error_row(tmp_path):
+    honest = write_submission(nbformat.read(SOURCE, as_version=4), tmp_path / "alice", LAB)
+    (tmp_path / "bob").symlink_to(tmp_path / "alice")  # a student folder that is a link
+    (tmp_path / "carol.ipynb").symlink_to(SOURCE)  # a student notebook that is a link
+    write_submission(nbformat.read(SOURCE, as_version=4), tmp_path / "dave", LAB)
+    os.mkfifo(tmp_path / "dave" / "pipe")  # a plain notebook, and a FIFO beside it
+    rows = {student: (notebook, problem) for student, notebook, problem in find_submissions(tmp_path)}
+    assert list(rows) == ["alice", "bob", "carol", "dave"]
+    assert rows["alice"] == (honest, None)
+    for student, path, why in (
+        ("bob", tmp_path / "bob", f"a symbolic link to '{tmp_path / 'alice'}'"),
+        ("carol", tmp_path / "carol.ipynb", f"a symbolic link to '{SOURCE}'"),
+        ("dave", tmp_path / "dave" / "pipe", "a FIFO (named pipe)"),
+    ):
+        notebook, problem = rows[student]
+        assert notebook is None
+        assert problem.startswith(f"submissions_dir: {path} is {why}"), problem
+
+
+@pytest.mark.grading
+@needs_sandbox
+def test_grade_class_grades_the_honest_learner_and_not_the_link_to_the_solution(tmp_path):
+    class_dir = tmp_path / "class"
+    write_submission(answered_release(LAB), class_dir / "alice", LAB)
+    (class_dir / "mallory").mkdir()
+    (class_dir / "mallory" / f"{LAB}.ipynb").symlink_to(SOURCE)
+    feedback = tmp_path / "feedback"
+    rows = grade_class(class_dir, workers=1, feedback_dir=feedback).set_index("student")
+    assert list(rows.index) == ["alice", "mallory"]
+    alice, mallory = rows.loc["alice"], rows.loc["mallory"]
+    assert (alice["score"], alice["max_score"], alice["percent"], bool(alice["passed"])) == (16, 16, 100, True)
+    assert alice["error"] is None
+    assert math.isnan(mallory["score"]) and not mallory["passed"]  # not graded: no score
+    link = class_dir / "mallory" / f"{LAB}.ipynb"
+    assert mallory["error"].startswith(f"submissions_dir: {link} is a symbolic link to '{SOURCE}'")
+    assert sorted(p.name for p in feedback.iterdir()) == [f"alice_{LAB}_feedback.html"]

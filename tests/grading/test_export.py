@@ -1,4 +1,5 @@
-"""`gpucost-lab export-grades`: a gradebook in Canvas's and Moodle's import formats, and as a plain CSV.
+"""Tests of gpucost_lab.grading.export (and `gpucost-lab export-grades`): a gradebook in Canvas's and Moodle's import
+formats, and as a plain CSV, against the formats' documented headers and grades worked out by hand.
 
 The gradebook is built here with nbgrader's API: the lab, 16 points (an autograded cell of 14 and a manually graded
 one of 2), and five learners, their scores by hand:

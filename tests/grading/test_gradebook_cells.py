@@ -1,26 +1,26 @@
-"""The gradebook's locked cells are what runs (issue 25): a learner who edits the notebook's JSON (the setup cell's
-metadata stripped, a solution flag on a test cell, a grade id the gradebook does not know, a cell pasted from another
-lab) earns exactly what their answers earn, and the notebook is always graded.
+"""Tests of gpucost_lab.grading.gradebook_cells: the gradebook's locked cells are what runs (issue 25), on a lab made
+here whose points are set by hand. A learner who edits the notebook's JSON (the setup cell's metadata stripped, a
+solution flag on a test cell, a grade id the gradebook does not know, a cell pasted from another lab) earns exactly
+what their answers earn, and the notebook is always graded; an nbformat 3 submission is refused by name.
 
-A two-question lab made here: the setup defines the price, Q1's test checks the learner's cost against that price,
-Q2's a plain sum. Points: Q1 3, Q2 1, so a right answer to both is 4 of 4 and a wrong Q1 alone is 1 of 4.
+The lab: the setup defines the price, Q1's test checks the learner's cost against that price, Q2's a plain sum.
+Points: Q1 3, Q2 1, so a right answer to both is 4 of 4 and a wrong Q1 alone is 1 of 4.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from gpucost_lab import grading
-from gpucost_lab.grading.sandbox import unavailable_reason
+from gpucost_lab.grading.gradebook_cells import GradebookCells
 
-pytestmark = [
-    pytest.mark.grading,
-    pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox: {unavailable_reason()}"),
-]
+from .helpers import needs_sandbox
+
 LAB = "price_lab"
 
 
@@ -77,6 +77,8 @@ def _grade(root, path):
     return grading.grade(path, assignment=LAB, source_root=root)
 
 
+@pytest.mark.grading
+@needs_sandbox
 def test_an_honest_submission_scores_full_marks(tmp_path, root):
     report = _grade(root, _submission(tmp_path, lambda nb: None))
     assert (report.score, report.max_score) == (4, 4)
@@ -88,6 +90,8 @@ def _strip_setup_and_price_it_at_zero(nb):
     nb.cells[1].source = "def cost_usd(hours):\n    return 0.0"  # right only at the forged price
 
 
+@pytest.mark.grading
+@needs_sandbox
 def test_a_stripped_setup_cell_does_not_set_the_price_the_checks_use(tmp_path, root):
     report = _grade(root, _submission(tmp_path, _strip_setup_and_price_it_at_zero))
     assert (report.score, report.max_score) == (1, 4), report.failed
@@ -112,6 +116,8 @@ def _pasted_from_another_lab(nb):
     )
 
 
+@pytest.mark.grading
+@needs_sandbox
 @pytest.mark.parametrize(
     "edit, note",
     [
@@ -125,3 +131,13 @@ def test_forged_metadata_is_ignored_with_a_note_and_the_answers_earn_their_point
     report = _grade(root, _submission(tmp_path, edit))
     assert (report.score, report.max_score) == (4, 4), report.failed
     assert any(note in n for n in report.notes), report.notes
+
+
+def test_the_plain_autograde_refuses_an_nbformat_3_submission_too(tmp_path):
+    v3 = {"nbformat": 3, "nbformat_minor": 0, "worksheets": [{"cells": []}], "metadata": {"name": ""}}
+    (tmp_path / "lab.ipynb").write_text(json.dumps(v3))
+    nb = nbformat.read(tmp_path / "lab.ipynb", as_version=4)  # as nbgrader reads it: upgraded, noted
+    resources = {"nbgrader": {"db_url": "sqlite://", "notebook": "lab", "assignment": "a"}}
+    resources["metadata"] = {"path": str(tmp_path)}
+    with pytest.raises(ValueError, match="nbformat 3 notebook"):
+        GradebookCells().preprocess(nb, resources)

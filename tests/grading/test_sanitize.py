@@ -1,13 +1,15 @@
-"""Learner HTML never runs (issue 25): what a submission displays is sanitized in the autograded notebook, the
-feedback page and the formgrader's view (gpucost_lab.grading.sanitize).
+"""Tests of gpucost_lab.grading.sanitize: learner HTML never runs (issue 25), against a check of our own that reads
+pages with the standard library's parser. What a submission displays is sanitized in the autograded notebook, the
+feedback page and the formgrader's view; the CSS it may keep: tests/grading/test_sanitize_css.py.
 
 Each hostile vector below, once run, pushes its name onto ``window.__pwned``: a ``<script>``, an ``<img>``'s
 ``onerror``, an ``<iframe srcdoc>``, an SVG's script and ``onload``, a ``<details ontoggle>``, ``javascript:`` links
 and a form's ``javascript:`` action, in an HTML output and in a markdown cell, and an ``application/javascript``
-output. :func:`active` is the check: what in a page could run a vector (a script or a URL attribute that names
-``__pwned``, an event handler that does, an element that runs or embeds content), read with the standard library's
-parser, not the sanitizer's. Every test of a vector first shows that :func:`active` finds it in the unsanitized
-HTML, but for the mutation-XSS vectors, which only a browser's own parse can show: tests/browser loads those.
+output. :func:`active` (tests/grading/helpers.py) is the check: what in a page could run a vector (a script or a URL
+attribute that names ``__pwned``, an event handler that does, an element that runs or embeds content), read with the
+standard library's parser, not the sanitizer's. Every test of a vector first shows that :func:`active` finds it in
+the unsanitized HTML, but for the mutation-XSS vectors, which only a browser's own parse can show: tests/browser
+loads those.
 
 Then a real grade of the lab profile_training_loop (every answer right: 16 of 16 points, tests/grading/test_classes.py)
 with a hostile code cell and a hostile markdown cell appended: ``gpucost-lab grade`` (the feedback page holds none of
@@ -20,9 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
-from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote
 
 import nbformat
 import pytest
@@ -32,9 +32,10 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 from gpucost_lab.grading import sanitize
 from gpucost_lab.grading.sanitize import SanitizeLearnerHTML, clean_html, render_markdown
 
+from .helpers import MARK, active, needs_sandbox
+
 LAB = "profile_training_loop"
 MAX_SCORE = 16.0
-MARK = "__pwned"
 # a 1 x 1 PNG
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 PARAGRAPH = "<p>Cost per step: <b>$0.42</b> at <i>3.25 USD/h</i></p>"
@@ -74,47 +75,6 @@ MARKDOWN_VECTORS = {
 }
 JAVASCRIPT = flag("application-javascript")
 SVG_WITH_SCRIPT = f'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><script>{flag("svg")}</script></svg>'
-
-
-# attributes whose value a browser loads or runs (a title or an alt is only text)
-_RUNS = frozenset({"href", "src", "srcdoc", "action", "formaction", "data", "xlink:href", "background", "poster"})
-
-
-class _Active(HTMLParser):
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.found: list[str] = []
-        self._script: list[str] | None = None
-
-    def handle_starttag(self, tag, attrs):
-        if tag in ("iframe", "object", "embed", "svg", "math"):
-            self.found.append(f"<{tag}> element")
-        for name, value in attrs:
-            if (name.startswith("on") or name in _RUNS) and MARK in (value or ""):
-                self.found.append(f"<{tag} {name}={unquote(value)!r}>")  # a javascript: URL runs decoded
-        if tag == "script":
-            self._script = []
-
-    handle_startendtag = handle_starttag
-
-    def handle_data(self, data):
-        if self._script is not None:
-            self._script.append(data)
-
-    def handle_endtag(self, tag):
-        if tag == "script" and self._script is not None:
-            body, self._script = "".join(self._script), None
-            if MARK in body:
-                self.found.append(f"<script>{body}")
-
-
-def active(html: str) -> list[str]:
-    """What in ``html`` could run a vector: a script, or a URL or ``srcdoc`` attribute, naming ``__pwned``; an
-    ``on*`` attribute; an ``iframe``, ``object``, ``embed``, ``svg`` or ``math`` element."""
-    parser = _Active()
-    parser.feed(html)
-    parser.close()
-    return parser.found
 
 
 def html_output(html: str):
@@ -210,16 +170,6 @@ def test_a_plot_a_pandas_table_and_a_paragraph_still_show():
     ) in html
 
 
-def test_a_styler_table_keeps_its_colours():
-    pd = pytest.importorskip("pandas")
-    html = pd.DataFrame({"x": [1, 2]}).style.map(lambda v: "background-color: #ffcc00" if v > 1 else "").to_html()
-    cleaned, changed = clean_html(html)
-    table_id = html.split('<table id="')[1].split('"')[0]
-    assert changed is False
-    assert f"#{table_id}_row1_col0 {{ background-color: #ffcc00 }}" in cleaned
-    assert f'<td id="{table_id}_row1_col0" class="data row1 col0">2</td>' in cleaned
-
-
 @pytest.mark.parametrize(
     "href, kept",
     [
@@ -279,43 +229,6 @@ def test_ordinary_markdown_is_left_as_written():
 def test_images_keep_inline_data_only(src, kept):
     cleaned, _ = clean_html(f'<img src="{src}" alt="a plot">')
     assert cleaned == (f'<img src="{src}" alt="a plot">' if kept else '<img alt="a plot">')
-
-
-@pytest.mark.parametrize(
-    "css, kept",
-    [
-        ("color: red; position: fixed; top: 0", "color: red"),  # nothing placed over the page
-        ("background-image: url(https://example.org/t.png); color: #333", "color: #333"),
-        ("cursor: url(https://example.org/c.cur), auto; width: 10px", "width: 10px"),
-        ("margin-top: -900px; font-weight: bold", "font-weight: bold"),
-        ("background-color: rgb(1, 2, 3)", "background-color: rgb(1, 2, 3)"),
-        ("width: expression(alert(1))", None),
-    ],
-)
-def test_inline_css_keeps_text_and_table_properties_only(css, kept):
-    cleaned, changed = clean_html(f'<p style="{css}">s</p>')
-    assert changed is True or kept == css
-    assert cleaned == (f'<p style="{kept}">s</p>' if kept else '<p style="">s</p>')
-
-
-@pytest.mark.parametrize(
-    "sheet",
-    [
-        "body { display: none }",
-        "* { color: red }",
-        ".dataframe ~ p { color: red }",  # a sibling outside the table
-        ".dataframe th, .prompt { color: red }",
-        "@import url(https://example.org/x.css);",
-        ".dataframe th { background: url(https://example.org/x) }",
-        ".dataframe th { color: red } </style><script>alert(1)</script>",
-    ],
-)
-def test_a_style_sheet_keeps_no_rule_that_reaches_outside_a_table(sheet):
-    cleaned, changed = clean_html(f"<style>{sheet}</style><table class='dataframe'></table>")
-    assert changed is True
-    assert active(cleaned) == []
-    sheet_kept = cleaned.split("<style>")[1].split("</style>")[0]
-    assert sheet_kept in ("", ".dataframe th { color: red }")
 
 
 def test_stream_and_error_outputs_are_kept_as_they_are():
@@ -390,29 +303,6 @@ def test_a_raw_cell_and_the_widget_state_are_sanitized():
     assert "widgets" not in done.metadata
 
 
-def test_every_path_of_the_course_runs_the_sanitizer():
-    """``autograde_steps``: after the scores are saved and before the notebook is written, and in every HTML export
-    (the feedback, the formgrader); the repository's nbgrader_config.py uses it."""
-    from traitlets.config import Config
-    from traitlets.config.loader import PyFileConfigLoader
-
-    from gpucost_lab.grading.course import autograde_steps
-
-    name = "gpucost_lab.grading.sanitize.SanitizeLearnerHTML"
-    c = Config()
-    autograde_steps(c)
-    steps = list(c.Autograde.autograde_preprocessors)
-    assert steps[-3:] == [
-        "nbgrader.preprocessors.AssignLatePenalties",
-        name,
-        "nbgrader.preprocessors.CheckCellMetadata",
-    ]
-    assert steps.index(name) > steps.index("nbgrader.preprocessors.SaveAutoGrades")
-    assert list(c.HTMLExporter.preprocessors) == [name]
-    repo = PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config()
-    assert name in repo.Autograde.autograde_preprocessors and list(repo.HTMLExporter.preprocessors) == [name]
-
-
 # --------------------------------------------------------------------------------------- a real grade
 
 
@@ -466,15 +356,6 @@ def cli_grade(path: Path, feedback_dir: Path) -> tuple[int, dict]:
     with contextlib.redirect_stdout(out):
         code = main(["grade", str(path), "--feedback-dir", str(feedback_dir), "--json"])
     return code, json.loads(out.getvalue())
-
-
-def _sandbox_missing() -> str | None:
-    from gpucost_lab.grading.sandbox import unavailable_reason
-
-    return unavailable_reason()
-
-
-needs_sandbox = pytest.mark.skipif(_sandbox_missing() is not None, reason=f"no sandbox: {_sandbox_missing()}")
 
 
 @pytest.fixture(scope="module")

@@ -125,11 +125,45 @@ def test_tests_mirror_the_package():
         f"tests/<folder>/ is named after a subpackage of gpucost_lab or is one of "
         f"{sorted(REPOSITORY_WIDE_TEST_FOLDERS)}: {misplaced}"
     )
-    top_modules = {p.stem for p in PACKAGE.glob("*.py")}
+    top_modules = {p.stem.lstrip("_") for p in PACKAGE.glob("*.py")}
     loose = sorted(str(p) for p in files if len(p.parts) == 1 and p.stem.removeprefix("test_") not in top_modules)
     assert not loose, f"tests/test_<module>.py tests a top-level module of gpucost_lab: {loose}"
     untested = sorted(s for s in subpackages if not any((TESTS / s).glob("**/test_*.py")))
     assert not untested, f"every subpackage has its tests in tests/<subpackage>/: {untested}"
+
+
+def _test_file(module: Path) -> Path:
+    """Where a module's tests live: gpucost_lab/<package>/<module>.py -> tests/<package>/test_<module>.py (a leading
+    underscore dropped: gpucost_lab/_validate.py -> tests/test_validate.py)."""
+    relative = module.relative_to(PACKAGE)
+    return TESTS.joinpath(*relative.parts[:-1], f"test_{relative.stem.lstrip('_')}.py")
+
+
+def test_every_module_has_its_test_file():
+    modules = [p for p in PACKAGE.rglob("*.py") if p.name not in ("__init__.py", "__main__.py")]
+    assert len(modules) > 50, "the package's modules were not found"
+    missing = sorted(str(_test_file(m).relative_to(ROOT)) for m in modules if not _test_file(m).is_file())
+    assert not missing, f"each module's tests in the file named after it: {missing}"
+
+
+def _private_imports(path: Path) -> list[str]:
+    """``from gpucost_lab.x import _name`` in ``path``: another module's private name."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("gpucost_lab"):
+            found += [f"{node.module}.{a.name}" for a in node.names if a.name.startswith("_") and a.name[1] != "_"]
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = {str(p.relative_to(ROOT)): _private_imports(p) for p in PACKAGE.rglob("*.py")}
+    assert not {path: names for path, names in found.items() if names}, "make the name public where it is defined"
+
+
+def test_make_lint_runs_the_import_contracts_the_type_checker_and_the_dead_code_finder():
+    lint = (ROOT / "Makefile").read_text(encoding="utf-8").split("\nlint: install\n", 1)[1].split("\n\n", 1)[0]
+    for tool in ("ruff check", "lint-imports", "mypy", "tools/dead_code.py"):
+        assert tool in lint, f"make lint does not run {tool}"
 
 
 def _make_targets() -> set[str]:
