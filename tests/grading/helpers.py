@@ -1,0 +1,124 @@
+"""Helpers of the tests in tests/grading/: the fixture lab (tests/fixtures/grading/solutions/mini_lab, 10 points) and
+learners' copies of it, `gpucost-lab grade` in this process and in a fresh one, the sandbox's skip mark, and
+:func:`active`, the check of what in a page could run a learner's script.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote
+
+import nbformat
+import pytest
+
+from gpucost_lab import grading
+from gpucost_lab.cli.main import main
+from gpucost_lab.grading.sandbox import unavailable_reason
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE_ROOT = ROOT / "tests" / "fixtures" / "grading" / "solutions"
+ASSIGNMENT = "mini_lab"
+SOURCE_NB = SOURCE_ROOT / ASSIGNMENT / "mini_lab.ipynb"
+FIXTURE_ARGS = ["--assignment", ASSIGNMENT, "--source-root", str(SOURCE_ROOT)]
+VENV_BIN = Path(sys.executable).parent  # nbgrader, and the `alembic` it runs by name
+
+needs_sandbox = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox: {unavailable_reason()}")
+
+
+def grade_id(cell):
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def solution(question):
+    """The source's answer to ``question`` without the solution markers (what a learner who got it right writes)."""
+    source = next(c.source for c in nbformat.read(SOURCE_NB, as_version=4).cells if grade_id(c) == f"{question}_answer")
+    return "\n".join(line for line in source.splitlines() if "### " not in line)
+
+
+def learner_copy(released, folder, answers=(), *, custom=None, edit_tests=None, delete=(), name="mini_lab.ipynb"):
+    """Write a learner's notebook: ``answers`` answered correctly, ``custom`` answers as given, tests edited/deleted."""
+    nb = copy.deepcopy(released)
+    custom, edit_tests = custom or {}, edit_tests or {}
+    for cell in nb.cells:
+        gid = grade_id(cell) or ""
+        q = gid.split("_")[0]
+        if gid.endswith("_answer") and q in custom:
+            cell.source = custom[q]
+        elif gid.endswith("_answer") and q in answers:
+            cell.source = solution(q)
+        if gid in edit_tests:
+            cell.source = edit_tests[gid]
+    nb.cells = [c for c in nb.cells if grade_id(c) not in delete]
+    path = Path(folder) / name
+    nbformat.write(nb, path)
+    return path
+
+
+def grade_fixture(path, **kw):
+    return grading.grade(path, assignment=ASSIGNMENT, source_root=SOURCE_ROOT, **kw)
+
+
+def cli(capsys, *argv):
+    code = main(list(argv))
+    return code, capsys.readouterr()
+
+
+def grade_cli(path: Path, *extra: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
+    """``gpucost-lab grade PATH`` against the fixture lab, in a fresh process."""
+    return subprocess.run(
+        [sys.executable, "-m", "gpucost_lab", "grade", str(path), "--assignment", ASSIGNMENT]
+        + ["--source-root", str(SOURCE_ROOT), *extra],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+# --------------------------------------------------------------------------------------- what in a page could run
+
+MARK = "__pwned"  # each hostile vector of tests/grading/test_sanitize.py, once run, pushes its name onto window.__pwned
+# attributes whose value a browser loads or runs (a title or an alt is only text)
+_RUNS = frozenset({"href", "src", "srcdoc", "action", "formaction", "data", "xlink:href", "background", "poster"})
+
+
+class _Active(HTMLParser):
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.found: list[str] = []
+        self._script: list[str] | None = None
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("iframe", "object", "embed", "svg", "math"):
+            self.found.append(f"<{tag}> element")
+        for name, value in attrs:
+            if (name.startswith("on") or name in _RUNS) and MARK in (value or ""):
+                self.found.append(f"<{tag} {name}={unquote(value)!r}>")  # a javascript: URL runs decoded
+        if tag == "script":
+            self._script = []
+
+    handle_startendtag = handle_starttag
+
+    def handle_data(self, data):
+        if self._script is not None:
+            self._script.append(data)
+
+    def handle_endtag(self, tag):
+        if tag == "script" and self._script is not None:
+            body, self._script = "".join(self._script), None
+            if MARK in body:
+                self.found.append(f"<script>{body}")
+
+
+def active(html: str) -> list[str]:
+    """What in ``html`` could run a vector: a script, or a URL or ``srcdoc`` attribute, naming ``__pwned``; an
+    ``on*`` attribute; an ``iframe``, ``object``, ``embed``, ``svg`` or ``math`` element."""
+    parser = _Active()
+    parser.feed(html)
+    parser.close()
+    return parser.found
