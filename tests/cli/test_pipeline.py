@@ -29,6 +29,7 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
+@pytest.mark.slow  # a long computation (a training run or a long simulation): `make test` runs it
 def test_one_row_per_setting_and_each_figure_from_its_raw_times(capsys):
     out = run_json(capsys, "--workers", "0", "1", "--batches", "2", "--repeats", "2", "--batch-size", "8")
     assert [row["setting"] for row in out["settings"]] == ["workers=0", "workers=1"]

@@ -26,6 +26,7 @@ def _nested(depth: int) -> str:
     return '{"cells": [], "metadata": {"x": ' + "[" * depth + "]" * depth + '}, "nbformat": 4, "nbformat_minor": 5}'
 
 
+@pytest.mark.slow  # a fresh process that imports torch, or a long computation: `make test` runs it
 @pytest.mark.parametrize(
     "text, words",
     [

@@ -40,6 +40,7 @@ def dry_run(tmp_path: Path, python: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(SCRIPT)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # a fresh process that imports torch, or a long computation: `make test` runs it
 @no_cuda
 def test_without_cuda_the_check_says_so_in_one_line_and_exits_2(tmp_path):
     proc = dry_run(tmp_path, sys.executable)  # torch imports here, and sees no CUDA device

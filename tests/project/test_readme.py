@@ -57,6 +57,7 @@ def test_every_cli_json_key_is_in_the_readme(capsys, argv):
     assert set(keys_of(out)) - DOCUMENTED == set()
 
 
+@pytest.mark.slow  # a long computation (a training run or a long simulation): `make test` runs it
 def test_plan_keys_are_in_the_readme(capsys, tmp_path):
     assert (
         main(["plan", "--candidate", "tiny-model", "--rounds", "2", "--report", str(tmp_path / "r.md"), "--json"]) == 0

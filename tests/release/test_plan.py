@@ -48,6 +48,7 @@ def test_the_decision_follows_the_cost_comparison_and_names_every_check(promoted
     assert d.to == ("batch128-lr-scaled" if d.action == "promote" else BASELINE_NAME)
 
 
+@pytest.mark.slow  # a long computation (a training run or a long simulation): `make test` runs it
 def test_a_model_faster_per_step_that_misses_the_target_falls_back(tmp_path):
     registry = Registry(tmp_path / "registry.json")
     result = run_plan("tiny-model", rounds=2, registry=registry)
@@ -86,6 +87,7 @@ def test_bf16_candidate_decision_follows_its_checks(promoted):
     assert (result.decision.action == "promote") == all(result.decision.checks.values())
 
 
+@pytest.mark.slow  # a long computation (a training run or a long simulation): `make test` runs it
 def test_cli_plan_json_and_report(tmp_path, capsys):
     report = tmp_path / "plan.html"
     assert main(["plan", "--candidate", "tiny-model", "--rounds", "2", "--report", str(report), "--json"]) == 0

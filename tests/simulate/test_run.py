@@ -209,6 +209,7 @@ def test_mixed_precision_shortens_kernels_and_steps(tmp_path):
     assert span_per_step_us(bf16, 12) < span_per_step_us(fp32, 12)
 
 
+@pytest.mark.slow  # a long computation (a training run or a long simulation): `make test` runs it
 def test_eval_and_checkpoint_take_about_55_percent_of_the_wall_time(tmp_path):
     config = SCENARIOS["eval_checkpoint_heavy"]
     trace = load(config, tmp_path)
