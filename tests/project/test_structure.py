@@ -192,3 +192,11 @@ def test_make_clean_removes_every_environment_it_made():
     recipe = subprocess.run(["make", "-n", "clean"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     made = {".venv", ".venv-hta", "deploy/hub/node_modules", "deploy/hub/state"}
     assert all(path in recipe.split() for path in made), f"make clean leaves some of {sorted(made)}: {recipe!r}"
+
+
+def test_developers_layout_names_every_subpackage_in_at_most_30_lines():
+    text = (ROOT / "DEVELOPERS.md").read_text(encoding="utf-8")
+    layout = text.split("\n## Layout\n", 1)[1].split("\n### ", 1)[0].strip("\n").splitlines()
+    assert len(layout) <= 30, f"DEVELOPERS.md's Layout is {len(layout)} lines"
+    unnamed = sorted(p for p in _subpackages() if f"`{p}/`" not in "\n".join(layout))
+    assert not unnamed, f"DEVELOPERS.md's Layout does not name these folders: {unnamed}"
