@@ -132,6 +132,10 @@ before = set(sys.modules)
 sys.path[:0] = [root, root + "/benchmarks", root + "/tests"]
 import gpucost_lab.cli.main  # `python3 -m gpucost_lab profile-to-cost`
 for i, path in enumerate(files):
+    relative = path[len(root) + 1:].split("/")
+    if relative[0] == "tests" and len(relative) == 3:  # tests/<package>/test_x.py, as pytest imports it
+        importlib.import_module(f"{relative[1]}.{relative[2][:-3]}")
+        continue
     spec = importlib.util.spec_from_file_location(f"_probe_{i}", path)
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
 dists = metadata.packages_distributions()
