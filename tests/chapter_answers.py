@@ -6,8 +6,9 @@ the chapter's own objects, or the choice the section argues for.
 
 ``DISPLAYED`` has one row per numeric checkpoint, keyed by chapter: where the chapter displays the value (a regular
 expression over the text outputs of the cells above the question; its groups are the displayed figures), what a
-learner writes from that display, the digits the check compares to, and plausible mistakes. Adding a chapter is
-adding its rows under its file name (tests/course/test_checkpoint_display.py says what is checked).
+learner writes from that display, and plausible mistakes; the digits asked and whether the figure is measured are the
+question's own, in ``gpucost_lab.course.questions``. Adding a chapter is adding its rows under its file name
+(tests/course/test_checkpoint_display.py says what is checked).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 ANSWERS: dict[str, dict[str, str]] = {
+    "00_start_here.ipynb": {"ch00_q1_answer": "course_device = device"},
     "01_freeze_the_contract.ipynb": {
-        "ch01_q1_answer": "overstatement = unsynced.units_per_s_geomean / synced.units_per_s_geomean",
+        "ch01_q1_answer": 'unsynchronized_figure_possible = "false"',
         "ch01_q2_answer": "fields_named = len(mismatch.changes)",
         "ch01_q3_answer": 'sync_function = "torch.cuda.synchronize"',
         "ch01_q4_answer": 'first_steps_representative = "false"',
@@ -63,7 +65,7 @@ ANSWERS: dict[str, dict[str, str]] = {
     "06_release_the_result.ipynb": {
         "ch06_q1_answer": 'promoted_count = sum(p.decision.action == "promote" for p in plans.values())',
         "ch06_q2_answer": 'tiny_model_failed_check = "parity"',
-        "ch06_q3_answer": 'batch128_ratio_upper = plans["batch128-lr-scaled"].decision.cost_ratio_ci95[1]',
+        "ch06_q3_answer": 'batch128_cost_ratio = plans["batch128-lr-scaled"].decision.cost_ratio',
         "ch06_q4_answer": "in_production = registry.current()",
         "ch06_q5_answer": 'leaking_loop = "a"',
         "ch06_q6_answer": 'faster_step_always_cheaper = "false"',
@@ -71,7 +73,7 @@ ANSWERS: dict[str, dict[str, str]] = {
     "07_feed_the_device.ipynb": {
         "ch07_q1_answer": 'data_wait_no_workers = table.loc["workers=0", "data_wait_fraction"]',
         "ch07_q2_answer": "persistent_cost_ratio = results[1].comparison.time_ratio",
-        "ch07_q3_answer": "break_even_steps = compile_price.break_even_steps.value",
+        "ch07_q3_answer": "compiled_time_ratio = compile_cmp.time_ratio",
         "ch07_q4_answer": 'workers_compete_with = "b"',
         "ch07_q5_answer": 'non_blocking_buys = "a"',
         "ch07_q6_answer": 'workers_change_quality = "false"',
@@ -87,21 +89,10 @@ class Shown:
     shown: str | None  # regex over the text outputs above the question (None: a count the learner works out)
     answer: str  # what the learner writes: a Python expression over the displayed figures {0}, {1}, ...
     mistakes: dict[str, str] = field(default_factory=dict)  # what went wrong -> the expression a learner writes
-    digits: str = "exact"  # the check cell's "significant=N" or "decimals=N"; "exact" for counts
 
 
 DISPLAYED: dict[str, list[Shown]] = {
     "01_freeze_the_contract.ipynb": [
-        Shown(
-            "ch01_q1_answer",
-            r"unsynchronized: ([\d,]+) samples/s.*claims a ([\d,]+)x speed-up",
-            "{1}",
-            {
-                "inverted: synchronized over unsynchronized": "1 / {1}",
-                "the unsynchronized throughput, not the ratio": "{0}",
-            },
-            digits="decimals=0",
-        ),
         Shown(
             "ch01_q2_answer",
             r"contracts differ in (\d+) field\(s\)",
@@ -120,7 +111,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "the idle time in ms": "{1} - {0}",
                 "after the fix": "busy_idle(fixed).idle_us / busy_idle(fixed).span_us",
             },
-            digits="decimals=2",
         ),
         Shown(
             "ch02_q3_answer",
@@ -141,7 +131,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "in milliseconds": "{1} * 1000",
                 "the second widest gap": 'alex_gaps["duration_us"].iloc[1] / 1e6',
             },
-            digits="decimals=1",
         ),
         Shown(
             "ch02_q7_answer",
@@ -154,7 +143,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 '["share"].sum()',
                 "the GPU's busy share of the span": "rank0_busy.busy_us / rank0_busy.span_us",
             },
-            digits="decimals=2",
         ),
         # counted in section 1's table grouped by input shape: one aten::addmm row per Linear layer
         Shown(
@@ -193,7 +181,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "the whole microbatch of 8": "8 * {0}",
                 "one sample's input": "per_sample_input_bytes",
             },
-            digits="decimals=0",
         ),
         Shown(
             "ch04_q6_answer",
@@ -205,7 +192,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "fp32's time": 'roofline.loc[0, "min_time_us"]',
                 "the bf16 compute peak, ignoring the memory roof": "linear_bf16.flops / 125e12 * 1e6",
             },
-            digits="significant=3",
         ),
         # counted from section 3's table: six rows say "in window", three say "LATE"
         Shown("ch04_q7_answer", None, "6", {"every fix that fits memory": "9", "only the late ones": "3"}),
@@ -218,7 +204,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "the time saved, not the factor": "1 - {0}",
                 "selective recomputation's": "1.027",
             },
-            digits="significant=3",
         ),
     ],
     "05_profile_to_decision.ipynb": [
@@ -231,7 +216,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "the 90% figure of section 4": 'options["data"].wall_reduction_share',
                 "after the fix": 'after_balance.set_index("phase").loc["data", "share"]',
             },
-            digits="significant=4",
         ),
         Shown(
             "ch05_q3_answer",
@@ -242,7 +226,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "a percentage": "100 * {0}",
                 "after the fix": 'after_balance.set_index("phase").loc["logging", "share"]',
             },
-            digits="significant=4",
         ),
         Shown(
             "ch05_q6_answer",
@@ -253,7 +236,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "cents": "100 * {0}",
                 "the data phase's whole cost": 'before_balance.set_index("phase").loc["data", "cost_usd"]',
             },
-            digits="decimals=2",
         ),
         Shown(
             "ch05_q8_answer",
@@ -264,7 +246,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "a percentage": "100 * {0}",
                 "before the fix": 'before_balance.set_index("phase").loc["checkpoint", "share"]',
             },
-            digits="significant=4",
         ),
     ],
     "03_price_the_result.ipynb": [
@@ -277,7 +258,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "per million samples": "{0} * 1e6",
                 "per step of 64 samples": "{0} * 64",
             },
-            digits="significant=4",
         ),
         Shown(
             "ch03_q2_answer",
@@ -289,7 +269,6 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "steps only, cost per step ignored": 'Estimate.of(quality["candidate"].steps_to_target_values).geomean'
                 ' / Estimate.of(quality["baseline"].steps_to_target_values).geomean',
             },
-            digits="decimals=3",
         ),
     ],
     "06_release_the_result.ipynb": [
@@ -301,28 +280,26 @@ DISPLAYED: dict[str, list[Shown]] = {
         ),
         Shown(
             "ch06_q3_answer",
-            r"^batch128-lr-scaled\b[^\n]*? ([\d.]+) to ([\d.]+)",
-            "{1}",
+            r"^batch128-lr-scaled\b[^\n]*? ([\d.]+) +([\d.]+) to ([\d.]+)",
+            "{0}",
             {
-                "the lower end": "{0}",
-                "the ratio itself": 'plans["batch128-lr-scaled"].decision.cost_ratio',
-                "bf16's upper end": 'plans["bf16-autocast"].decision.cost_ratio_ci95[1]',
+                "inverted: baseline over candidate": "1 / {0}",
+                "the step-time ratio, steps to target ignored": 'plans["batch128-lr-scaled"].comparison.time_ratio',
+                "the other candidate's": 'plans["bf16-autocast"].decision.cost_ratio',
             },
-            digits="decimals=3",
         ),
     ],
     "07_feed_the_device.ipynb": [
         # the settings table of section 3 (the profile's comparison above it also has a "workers=0" row)
         Shown(
             "ch07_q1_answer",
-            r"first_batch_ms.*?^workers=0 +\S+ +\S+ +([\d.]+) ",
+            r"workers=0: data-wait fraction ([\d.]+) \(95% interval",
             "{0}",
             {
                 "a percentage": "100 * {0}",
                 "the milliseconds to the first batch": 'table.loc["workers=0", "first_batch_ms"]',
-                "the worker restarted every epoch": 'table.loc["workers=1", "data_wait_fraction"]',
+                "the share not waiting": "1 - {0}",
             },
-            digits="decimals=2",
         ),
         Shown(
             "ch07_q2_answer",
@@ -333,19 +310,16 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "a percentage": "100 * {0}",
                 "the first change's ratio": "results[0].comparison.time_ratio",
             },
-            digits="decimals=3",
         ),
         Shown(
             "ch07_q3_answer",
-            r"break-even after ([\d,]+) steps",
+            r"step time ([\d.]+)x \(95% interval [^\n]*\neager \d+ us per step",
             "{0}",
             {
-                "compile time over the eager step, not over the time saved": "compile_result.compile_s"
-                " / compile_price.eager_step_s",
-                "samples, not steps": "{0} * BATCH",
-                "thousands of steps": "{0} / 1000",
+                "inverted: eager over compiled": "1 / {0}",
+                "the time saved, not the ratio": "1 - {0}",
+                "a percentage": "100 * {0}",
             },
-            digits="significant=2",
         ),
     ],
 }

@@ -9,6 +9,9 @@ Three kinds, each in a fresh kernel and a scratch working directory (a chapter m
   plausible mistake go into a copy of the answer cell, followed by its check cell.
 - "as committed": the placeholders as committed.
 - "spoiled": each reference answer's value perturbed (numbers scaled and shifted, anything else replaced).
+- "re-run": a chapter with measured questions (``RERUN``) run again after its answered run, under the same load, each
+  numeric answer cell holding as a literal the figure the answered run displayed (``DISPLAYED``), as a learner who
+  read it on the first Run All would have typed it; the other answers are the reference ones.
 
 The busy programs take both cores of a 2-core machine, so every timing in those chapters is disturbed. What must
 still hold, on top of every cell passing: no interval goes negative or excludes its own centre, the relative cost
@@ -35,8 +38,10 @@ from chapter_answers import ANSWERS, DISPLAYED, Shown
 from labtools import ROOT, is_check, meta
 from nbclient import NotebookClient
 
+from gpucost_lab.course.questions import QUESTIONS, Measured
+
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
-KINDS = ("answered", "as committed", "spoiled")
+KINDS = ("answered", "as committed", "spoiled", "re-run")
 CELL_TIMEOUT_S = 600  # per cell: a guard against a hang, not against a slow or busy machine
 BUSY_PROGRAMS = 2
 
@@ -142,19 +147,21 @@ def busy_programs(n: int):
             p.wait()
 
 
-def run_chapter(path: Path, kind: str, workdir: Path) -> ChapterRun:
-    """Execute the chapter at ``path`` as ``kind`` says, in ``workdir``."""
-    assert kind in KINDS, kind
+def run_chapter(path: Path, kind: str, workdir: Path, answers: dict[str, str] | None = None) -> ChapterRun:
+    """Execute the chapter at ``path`` as ``kind`` says, in ``workdir`` (``answers``: a re-run's, by grade_id)."""
+    assert kind in KINDS and (answers is not None) == (kind == "re-run"), kind
     nb = nbformat.read(path, as_version=4)
-    answers = ANSWERS.get(path.name, {})
+    answers = answers if answers is not None else ANSWERS.get(path.name, {})
     for cell in nb.cells:
         gid = meta(cell).get("grade_id")
         if meta(cell).get("solution") and gid in answers and kind != "as committed":
-            cell.source = answers[gid] if kind == "answered" else spoiled(answers[gid])
+            cell.source = spoiled(answers[gid]) if kind == "spoiled" else answers[gid]
     run = ChapterRun(path, kind, nb)
     if kind == "answered" and path.name in UNDER_LOAD:
         nb.cells.append(nbformat.v4.new_code_cell(UNDER_LOAD[path.name]))
         run.under_load_check, run.busy_programs = len(nb.cells) - 1, BUSY_PROGRAMS
+    if kind == "re-run":
+        run.busy_programs = BUSY_PROGRAMS if path.name in UNDER_LOAD else 0
     client = NotebookClient(
         nb,
         timeout=CELL_TIMEOUT_S,
@@ -179,10 +186,20 @@ def cell_index(nb, grade_id: str) -> int:
     return next(i for i, c in enumerate(nb.cells) if meta(c).get("grade_id") == grade_id)
 
 
-def _rounded(expression: str, digits: str) -> str | None:
+def question_of(answer_cell: str):
+    """The question an answer cell answers ("ch07_q2_answer" -> QUESTIONS["07.2"])."""
+    chapter, number = answer_cell.removeprefix("ch").removesuffix("_answer").split("_q")
+    return QUESTIONS[f"{chapter}.{number}"]
+
+
+def rounded(expression: str, answer_cell: str) -> str | None:
     """``expression`` rounded as the question asks, or None for an exact count."""
-    kind, _, n = digits.partition("=")
-    return {"significant": f"float(format({expression}, '.{n}g'))", "decimals": f"round({expression}, {n})"}.get(kind)
+    q = question_of(answer_cell)
+    if getattr(q, "significant", None) is not None:
+        return f"float(format({expression}, '.{q.significant}g'))"
+    if getattr(q, "decimals", None) is not None:
+        return f"round({expression}, {q.decimals})"
+    return None
 
 
 def _displayed(nb, row: Shown) -> list[str]:
@@ -207,6 +224,9 @@ def _probe(client: NotebookClient, nb, code: str, check_source: str) -> str:
     return errors[0]["ename"] + ": " + errors[0]["evalue"] if errors else "passed"
 
 
+MISSED = ("AssertionError", "Miss")  # a check's exception names when the answer is wrong
+
+
 def _probe_displayed(client: NotebookClient, nb, path: Path) -> tuple[int, list[str]]:
     """How many probes ran, and each row's right answers that fail and mistakes that do not fail with AssertionError."""
     committed = nbformat.read(path, as_version=4)
@@ -220,7 +240,7 @@ def _probe_displayed(client: NotebookClient, nb, path: Path) -> tuple[int, list[
         i = cell_index(nb, row.answer_cell)
         name, check = committed.cells[i].source.split("=", 1)[0].strip(), nb.cells[i + 1].source
         answer = row.answer.format(*shown)
-        right = {"as displayed": answer, "rounded as asked": _rounded(answer, row.digits)}
+        right = {"as displayed": answer, "rounded as asked": rounded(answer, row.answer_cell)}
         for label, expression in right.items():
             if expression is not None:
                 probes += 1
@@ -230,9 +250,31 @@ def _probe_displayed(client: NotebookClient, nb, path: Path) -> tuple[int, list[
         for mistake, expression in row.mistakes.items():
             probes += 1
             verdict = _probe(client, nb, f"{name} = {expression.format(*shown)}", check)
-            if not verdict.startswith("AssertionError"):
+            if not verdict.startswith(MISSED):
                 problems.append(f"{row.answer_cell} mistake {mistake!r} should fail: {verdict}")
     return probes, problems
+
+
+RERUN = sorted(
+    {
+        f"{name}"
+        for name, rows in DISPLAYED.items()
+        for row in rows
+        if isinstance(question_of(row.answer_cell), Measured)
+    }
+)
+
+
+def typed_answers(answered: ChapterRun) -> dict[str, str]:
+    """The answers a learner types on a second Run All: each displayed figure as a literal, else the reference."""
+    answers = dict(ANSWERS[answered.path.name])
+    for row in DISPLAYED[answered.path.name]:
+        if row.shown is None:
+            continue
+        name = answers[row.answer_cell].split("=", 1)[0].strip()
+        value = eval(row.answer.format(*_displayed(answered.nb, row)), {})  # an expression over literals only
+        answers[row.answer_cell] = f"{name} = {value!r}"
+    return answers
 
 
 class ChapterRuns:
@@ -247,5 +289,6 @@ class ChapterRuns:
         key = (path.name, kind)
         if key not in self._runs:
             workdir = self._tmp.mktemp(f"{path.stem}-{kind.replace(' ', '-')}")
-            self._runs[key] = run_chapter(path, kind, workdir)
+            answers = typed_answers(self(path, "answered")) if kind == "re-run" else None
+            self._runs[key] = run_chapter(path, kind, workdir, answers)
         return self._runs[key]

@@ -1,10 +1,12 @@
 """Auto-graded checkpoints in the chapters: one call per question, a clear verdict, no answer shown.
 
-A checkpoint raises ``AssertionError`` when the answer is missing or wrong (so nbgrader counts the
-test cell as failed) and prints a tick when it is right. Numeric answers are compared against a value
-the notebook computes from the same data, to the digits the chapter displays it with (or an explicit
-tolerance, or exactly for counts), and a wrong one is told where to recompute it from; choice answers
-are compared with a salted hash from ``data/answer_keys.json``, so the key is not readable in the cell.
+A checkpoint raises ``Miss`` (an ``AssertionError``, so nbgrader counts the test cell as failed, which IPython
+shows as one line: a cross and the sentence, no traceback) when the answer is missing or wrong, and prints a tick
+when it is right. ``checkpoint(question_id, answer)`` is the one call a check cell makes: the truth comes from
+``course.questions`` by the question's id. A count or a seeded figure is compared to the digits the chapter displays
+it with; a measured figure passes anywhere inside the 95% interval the chapter prints for it, so a second Run All
+keeps the first run's answer right; a wrong one is told where to read it from. Choice answers are compared with a
+salted hash from ``data/answer_keys.json``, so the key is not readable in the cell.
 """
 
 from __future__ import annotations
@@ -12,11 +14,33 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 from functools import lru_cache
 from importlib import resources
 from numbers import Real
+from typing import Any
 
 from gpucost_lab._validate import InputError
+from gpucost_lab.course import questions
+from gpucost_lab.course.questions import Namespace, Question
+
+
+class Miss(AssertionError):
+    """A missed checkpoint: still an ``AssertionError`` for nbgrader, shown by IPython as one line, not a traceback."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"✗ {self}"]
+
+
+def expect(condition: object, message: str) -> None:
+    """Raise ``Miss(message)`` unless ``condition`` holds: a lab check's ``assert`` that IPython shows in one line."""
+    if not condition:
+        raise Miss(message)
+
+
+def passed(label: str) -> None:
+    """Print the tick a check cell ends with when every check in it held."""
+    print(f"✓ {label}")
 
 
 def _normalise(answer: object) -> str:
@@ -35,7 +59,7 @@ def _keys() -> dict[str, str]:
 
 def _require_answer(question: str, answer: object) -> None:
     if answer is None or answer is Ellipsis or (isinstance(answer, str) and not answer.strip()):
-        raise AssertionError(f"{question}: not answered yet; replace the placeholder in the answer cell")
+        raise Miss(f"{question}: not answered yet; replace the placeholder in the answer cell")
 
 
 def _finite(name: str, value: object) -> float:
@@ -49,7 +73,7 @@ def _finite(name: str, value: object) -> float:
 
 
 def _display_tolerance(expected: float, significant: int | None, decimals: int | None) -> float:
-    """Half a unit of the last digit of ``expected`` as displayed, plus a float slack; 0.0 without a display."""
+    """How far an answer written to the digits asked may lie from ``expected``; 0.0 without digits (a count)."""
     for name, value, minimum in (("significant", significant, 1), ("decimals", decimals, 0)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < minimum):
             raise InputError(name, f"{name} must be None or an integer >= {minimum}, got {value!r}")
@@ -57,13 +81,20 @@ def _display_tolerance(expected: float, significant: int | None, decimals: int |
         raise ValueError(
             f"give significant or decimals, not both; got significant={significant!r}, decimals={decimals!r}"
         )
-    if significant is not None:  # the exponent of the displayed value: 9.996 shown to 3 digits is 10.0
-        unit = 10.0 ** (int(f"{expected:.{significant - 1}e}".split("e")[1]) - (significant - 1))
-    elif decimals is not None:
-        unit = 10.0**-decimals
-    else:
+    unit = _unit(expected, significant, decimals)
+    if unit == 0.0:
         return 0.0
+    # Half a unit of the digit asked. A figure displayed with more digits than asked, then rounded by the learner, is
+    # rounded twice (0.44246 shown 0.4425, asked to 3 places: 0.443, 0.00054 away): an exact figure's display is
+    # probed for that by the chapter tests, and a measured one passes anywhere inside its interval instead.
     return 0.5 * unit + 1e-9 * max(abs(expected), unit)
+
+
+def _unit(value: float, significant: int | None, decimals: int | None) -> float:
+    """One unit of the last digit of ``value`` written to ``significant`` digits or ``decimals`` places; 0.0 else."""
+    if significant is not None:  # the exponent of the displayed value: 9.996 shown to 3 digits is 10.0
+        return 10.0 ** (int(f"{value:.{significant - 1}e}".split("e")[1]) - (significant - 1))
+    return 0.0 if decimals is None else 10.0**-decimals
 
 
 def _digits(significant: int | None, decimals: int | None) -> str:
@@ -108,12 +139,10 @@ def check_number(
     source = _where(where)
     _require_answer(question, answer)
     if isinstance(answer, bool) or not isinstance(answer, Real) or not math.isfinite(float(answer)):
-        raise AssertionError(f"{question}: expected a finite number, got {answer!r}")
+        raise Miss(f"{question}: expected a finite number, got {answer!r}")
     a = float(answer)
     if not (math.isclose(a, e, rel_tol=rel_tol, abs_tol=abs_tol) or abs(a - e) <= tolerance):
-        raise AssertionError(
-            f"{question}: {answer!r} is not it{_digits(significant, decimals)}; recompute it from {source}"
-        )
+        raise Miss(f"{question}: {answer!r} is not it{_digits(significant, decimals)}; recompute it from {source}")
     print(f"✓ {question}")
 
 
@@ -123,7 +152,7 @@ def check_equal(question: str, answer: object, expected: object, *, where: str |
     _require_answer(question, answer)
     same = (_normalise(answer) == _normalise(expected)) if isinstance(expected, str) else answer == expected
     if not same:
-        raise AssertionError(f"{question}: {answer!r} is not it; look again at {source}")
+        raise Miss(f"{question}: {answer!r} is not it; look again at {source}")
     print(f"✓ {question}")
 
 
@@ -133,5 +162,73 @@ def check_choice(question_id: str, answer: object) -> None:
     if question_id not in _keys():
         raise KeyError(f"question_id must be one of {sorted(_keys())}, got {question_id!r}")
     if answer_digest(question_id, answer) != _keys()[question_id]:
-        raise AssertionError(f"{question_id}: {answer!r} is not it; reread the section above and try again")
+        raise Miss(f"{question_id}: {answer!r} is not it; reread the section above and try again")
     print(f"✓ {question_id}")
+
+
+def _outward(low: float, high: float, significant: int | None, decimals: int | None) -> tuple[float, float]:
+    """The interval with its ends rounded outward to the digits asked (so the ends as displayed lie inside it)."""
+    lo_unit, hi_unit = _unit(low, significant, decimals), _unit(high, significant, decimals)
+    slack = 1e-9 * max(abs(low), abs(high), lo_unit, hi_unit)
+    return math.floor(low / lo_unit) * lo_unit - slack, math.ceil(high / hi_unit) * hi_unit + slack
+
+
+def check_in_interval(
+    question: str,
+    answer: object,
+    estimate: tuple[float, float, float],
+    *,
+    significant: int | None = None,
+    decimals: int | None = None,
+    where: str | None = None,
+) -> None:
+    """Pass when ``answer`` lies inside the 95% interval ``estimate = (value, low, high)`` of a measured figure.
+
+    The interval's ends are rounded outward to the digits asked (``significant=N`` or ``decimals=N``), so an end as
+    the chapter prints it passes too, and so does the figure a previous run printed when it lies inside this run's
+    interval: a re-run moves a measured figure within its interval, not out of it.
+    """
+    value, low, high = (_finite(name, x) for name, x in zip(("value", "ci95_low", "ci95_high"), estimate))
+    if not low <= value <= high:
+        raise InputError("estimate", f"estimate must be (value, low, high) with low <= value <= high, got {estimate!r}")
+    if significant is None and decimals is None:
+        raise InputError("digits", "give significant=N or decimals=N: the digits the question asks for")
+    _display_tolerance(value, significant, decimals)  # validates the digits
+    source = _where(where)
+    _require_answer(question, answer)
+    if isinstance(answer, bool) or not isinstance(answer, Real) or not math.isfinite(float(answer)):
+        raise Miss(f"{question}: expected a finite number, got {answer!r}")
+    lo, hi = _outward(low, high, significant, decimals)
+    if not lo <= float(answer) <= hi:
+        raise Miss(f"{question}: {answer!r} lies outside this run's 95% interval; read it from {source}")
+    print(f"✓ {question}")
+
+
+def checkpoint(question_id: str, answer: object) -> None:
+    """Check ``answer`` to the chapter question ``question_id`` ("02.1"): the one call a check cell makes.
+
+    A choice question is compared with its salted key; any other question's truth is computed by
+    ``gpucost_lab.course.questions`` from the objects the chapter defined, read from the namespace of the cell that
+    calls this (a notebook's globals), so the check cell shows no formula.
+    """
+    if question_id in _keys():
+        return check_choice(question_id, answer)
+    if question_id not in questions.QUESTIONS:
+        raise KeyError(f"question_id must be one of {sorted({*_keys(), *questions.QUESTIONS})}, got {question_id!r}")
+    question = questions.QUESTIONS[question_id]
+    _require_answer(question.label, answer)
+    truth = _truth(question, sys._getframe(1).f_globals)
+    if isinstance(question, questions.Named):
+        return check_equal(question.label, answer, truth, where=question.where)
+    s, d, where = question.significant, question.decimals, question.where
+    if isinstance(question, questions.Measured):
+        return check_in_interval(question.label, answer, truth, significant=s, decimals=d, where=where)
+    return check_number(question.label, answer, truth, significant=s, decimals=d, where=where)
+
+
+def _truth(question: Question, namespace: Namespace) -> Any:
+    """The question's truth from the chapter's objects, or a Miss naming what to run first."""
+    try:
+        return question.truth(namespace)
+    except (KeyError, NameError) as missing:
+        raise Miss(f"{question.label}: run the chapter's cells above first ({missing} is not defined yet)") from None

@@ -25,13 +25,14 @@ def test_every_answer_cell_has_a_reference_answer_and_every_reference_answer_a_c
 
 @pytest.mark.parametrize("path", [p for p in CHAPTERS if ANSWERS.get(p.name)], ids=lambda p: p.name)
 def test_an_answered_chapter_ends_in_at_least_three_graded_checkpoints(path):
-    assert sum(is_check(c) for c in nbformat.read(path, as_version=4).cells) >= 3
+    # chapter 00 has one, on the set-up: it shows how a checkpoint works before any chapter teaches a figure
+    least = 1 if path.name.startswith("00_") else 3
+    assert sum(is_check(c) for c in nbformat.read(path, as_version=4).cells) >= least
 
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_chapter_runs_clean_with_reference_answers(path, chapter_run):
-    # a chapter without answer cells (00) runs as committed here: no cell of it may fail
     run = chapter_run(path, "answered")
     assert run.errors() == [], run.error_text()
 
@@ -43,4 +44,7 @@ def test_checkpoints_fail_unanswered_or_wrong_and_nothing_else_does(path, mode, 
     run = chapter_run(path, mode)
     assert set(run.errors()) == run.checks(), run.error_text()
     for i in run.checks():
-        assert run.nb.cells[i].outputs[-1]["ename"] == "AssertionError"
+        error = run.nb.cells[i].outputs[-1]
+        # one line, a cross and the question, as IPython shows a checkpoints.Miss (an AssertionError): no traceback
+        assert error["ename"] == "Miss" and len(error["traceback"]) == 1, error
+        assert error["traceback"][0].startswith("✗ ") and "\n" not in error["traceback"][0], error["traceback"]

@@ -19,36 +19,42 @@ import re
 import nbformat
 import pytest
 from chapter_answers import DISPLAYED
-from chapter_runs import CHAPTERS, cell_index
+from chapter_runs import CHAPTERS, cell_index, question_of, rounded
 from labtools import is_check
 
-NUMERIC = re.compile(r"\bcheck_number\(")
+from gpucost_lab.course.questions import QUESTIONS, Exact, Measured
+
+CALL = re.compile(r'^checkpoint\("(\d\d\.\d+)", (\w+)\)$', re.MULTILINE)
+
+
+def _asked(question) -> str:
+    """How the question paragraph says the digits: "2 significant digits", "1 decimal place", "nearest whole"."""
+    if question.significant is not None:
+        return f"{question.significant} significant digit"
+    return "nearest whole number" if question.decimals == 0 else f"{question.decimals} decimal place"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_the_table_covers_every_numeric_checkpoint_and_the_question_states_its_digits(path):
+def test_each_check_cell_is_one_call_and_the_question_states_its_digits(path):
     nb = nbformat.read(path, as_version=4)
-    numeric = {
-        nb.cells[i - 1].metadata["nbgrader"]["grade_id"]
-        for i, c in enumerate(nb.cells)
-        if is_check(c) and NUMERIC.search(c.source)
-    }
-    rows = DISPLAYED.get(path.name, [])
-    assert {row.answer_cell for row in rows} == numeric
-    for row in rows:
-        i = cell_index(nb, row.answer_cell)
-        check, question = nb.cells[i + 1].source, nb.cells[i - 1].source
-        assert "where=" in check, f"{row.answer_cell}: the check should say where to recompute the answer from"
-        if row.digits == "exact":
-            assert not re.search(r"significant=|decimals=|rel_tol=", check), f"{row.answer_cell} is a count"
+    numeric = set()
+    for i, cell in enumerate(nb.cells):
+        if not is_check(cell):
             continue
-        assert f"{row.digits}," in check or f"{row.digits})" in check, f"{row.answer_cell}: check is not {row.digits}"
-        kind, n = row.digits.split("=")
-        asked = {
-            "significant": f"{n} significant digits",
-            "decimals": "nearest whole number" if n == "0" else f"{n} decimal place",
-        }[kind]  # "1 decimal place", "2 decimal places"
-        assert asked in question, f"{row.answer_cell}: the question should ask for the {asked}"
+        calls = CALL.findall(cell.source)
+        assert len(calls) == 1 and cell.source.count("\n") == 2, f"cell {i}: one import and one call, no formula"
+        (qid, name), answer_cell = calls[0], nb.cells[i - 1]
+        assert answer_cell.source.startswith(f"{name} = None"), f"{qid} checks {name}, not its answer cell's name"
+        assert f"**{qid}**" in nb.cells[i - 2].source, f"{qid}: the question should come right before"
+        if isinstance(QUESTIONS.get(qid), (Exact, Measured)):
+            numeric.add(answer_cell.metadata["nbgrader"]["grade_id"])
+    assert {row.answer_cell for row in DISPLAYED.get(path.name, [])} == numeric
+    for row in DISPLAYED.get(path.name, []):
+        question, text = question_of(row.answer_cell), nb.cells[cell_index(nb, row.answer_cell) - 1].source
+        if question.significant is not None or question.decimals is not None:
+            assert _asked(question) in text, f"{row.answer_cell}: the question should ask for the {_asked(question)}"
+        if isinstance(question, Measured):
+            assert "95% interval" in text, f"{row.answer_cell}: a measured question says its interval is accepted"
 
 
 @pytest.mark.notebook
@@ -59,4 +65,4 @@ def test_the_displayed_value_passes_and_plausible_mistakes_fail(path, chapter_ru
     assert run.probe_problems == [], "\n".join(run.probe_problems)
     # every row was probed: its answer as displayed, rounded as asked (not for a count), and each of its mistakes
     rows = DISPLAYED[path.name]
-    assert run.probes == sum(1 + (row.digits != "exact") + len(row.mistakes) for row in rows)
+    assert run.probes == sum(1 + (rounded("x", row.answer_cell) is not None) + len(row.mistakes) for row in rows)

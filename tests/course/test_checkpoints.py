@@ -160,3 +160,103 @@ def test_check_equal_says_where_to_look():
     with pytest.raises(AssertionError) as failure:
         check_equal("who runs", "a", "b")
     assert "table" not in str(failure.value)
+
+
+# A measured figure passes anywhere inside its 95% interval, the ends rounded outward to the digits asked. By hand:
+# (0.6024, 0.5734, 0.6329) to 2 decimals: the ends go to 0.57 and 0.64, so [0.57, 0.64] passes;
+# (4.065e-9, 3.96e-9, 4.173e-9) to 2 significant digits: the ends go to 3.9e-9 and 4.2e-9.
+@pytest.mark.parametrize(
+    "answer,estimate,digits,passes",
+    [
+        (0.60, (0.6024, 0.5734, 0.6329), {"decimals": 2}, True),
+        (0.57, (0.6024, 0.5734, 0.6329), {"decimals": 2}, True),
+        (0.64, (0.6024, 0.5734, 0.6329), {"decimals": 2}, True),
+        (0.6295, (0.6024, 0.5734, 0.6329), {"decimals": 2}, True),  # a second run's figure inside this interval
+        (0.56, (0.6024, 0.5734, 0.6329), {"decimals": 2}, False),
+        (0.65, (0.6024, 0.5734, 0.6329), {"decimals": 2}, False),
+        (1 / 0.6024, (0.6024, 0.5734, 0.6329), {"decimals": 2}, False),  # inverted
+        (60.24, (0.6024, 0.5734, 0.6329), {"decimals": 2}, False),  # a percentage
+        (4.1e-9, (4.065e-9, 3.96e-9, 4.173e-9), {"significant": 2}, True),
+        (3.9e-9, (4.065e-9, 3.96e-9, 4.173e-9), {"significant": 2}, True),
+        (4.2e-9, (4.065e-9, 3.96e-9, 4.173e-9), {"significant": 2}, True),
+        (3.8e-9, (4.065e-9, 3.96e-9, 4.173e-9), {"significant": 2}, False),
+        (4.3e-9, (4.065e-9, 3.96e-9, 4.173e-9), {"significant": 2}, False),
+        (4.065e-3, (4.065e-9, 3.96e-9, 4.173e-9), {"significant": 2}, False),  # per million samples
+    ],
+)
+def test_a_measured_figure_passes_inside_its_interval(answer, estimate, digits, passes):
+    from gpucost_lab.course.checkpoints import check_in_interval
+
+    if passes:
+        check_in_interval("q", answer, estimate, **digits)
+    else:
+        with pytest.raises(AssertionError, match="outside this run's 95% interval"):
+            check_in_interval("q", answer, estimate, **digits)
+
+
+@pytest.mark.parametrize(
+    "estimate,digits,field",
+    [
+        ((0.7, 0.5734, 0.6329), {"decimals": 2}, "estimate"),  # the value outside its own interval
+        ((0.6, 0.5734, float("inf")), {"decimals": 2}, "ci95_high"),
+        ((0.6, 0.5734, 0.6329), {}, "digits"),
+        ((0.6, 0.5734, 0.6329), {"decimals": -1}, "decimals"),
+    ],
+)
+def test_a_measured_check_refuses_a_bad_estimate_or_digits(estimate, digits, field):
+    from gpucost_lab._validate import InputError
+    from gpucost_lab.course.checkpoints import check_in_interval
+
+    with pytest.raises(InputError) as error:
+        check_in_interval("q", 0.6, estimate, **digits)
+    assert error.value.field == field
+
+
+def test_a_miss_is_an_assertion_error_shown_in_one_line():
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.utils.capture import capture_output
+
+    from gpucost_lab.course.checkpoints import Miss
+
+    assert issubclass(Miss, AssertionError) and Miss("02.1: not it")._render_traceback_() == ["✗ 02.1: not it"]
+    shell = InteractiveShell.instance()
+    with capture_output() as shown:
+        result = shell.run_cell("from gpucost_lab.course.checkpoints import check_choice\ncheck_choice('01.4', 'x')")
+    assert isinstance(result.error_in_exec, AssertionError)  # a failed cell, as nbgrader counts it
+    lines = [line for line in (shown.stdout + shown.stderr).splitlines() if line.strip()]
+    assert lines == ["✗ 01.4: 'x' is not it; reread the section above and try again"], lines
+
+
+def test_checkpoint_computes_the_truth_from_the_chapters_names():
+    from types import SimpleNamespace
+
+    from gpucost_lab.course.checkpoints import checkpoint
+    from gpucost_lab.stats import Interval
+
+    def run(code: str, **names) -> None:
+        exec(code, {"checkpoint": checkpoint, **names})
+
+    # 07.2: the persistent-workers change is results[1]; its interval (0.6024, 0.5734, 0.6329) accepts [0.57, 0.64]
+    results = [None, SimpleNamespace(comparison=SimpleNamespace(interval=Interval(0.6024, 0.5734, 0.6329)))]
+    run('checkpoint("07.2", 0.58)', results=results)
+    with pytest.raises(AssertionError, match="07.2 .*outside"):
+        run('checkpoint("07.2", 0.66)', results=results)
+    # 04.1: the ledger's answer, to the unit: a ledger stand-in whose max_microbatch() is 56
+    run('checkpoint("04.1", 56)', ledger=SimpleNamespace(max_microbatch=lambda checkpointing=False: 56))
+    with pytest.raises(AssertionError, match="04.1"):
+        run('checkpoint("04.1", 57)', ledger=SimpleNamespace(max_microbatch=lambda checkpointing=False: 56))
+    # 06.4: a text, case and spacing ignored
+    run('checkpoint("06.4", " Batch128 ")', registry=SimpleNamespace(current=lambda: "batch128"))
+    # a choice goes to its salted key: 01.4's is "false" (the chapter argues the first steps are warm-up)
+    run('checkpoint("01.4", "false")')
+
+
+def test_checkpoint_says_what_to_run_when_the_chapter_has_not_run():
+    from gpucost_lab.course.checkpoints import checkpoint
+
+    with pytest.raises(AssertionError, match=r"02.1 idle share: run the chapter's cells above first \('stall'"):
+        exec('checkpoint("02.1", 0.4)', {"checkpoint": checkpoint})
+    with pytest.raises(AssertionError, match="not answered"):
+        exec('checkpoint("02.1", None)', {"checkpoint": checkpoint})
+    with pytest.raises(KeyError, match="question_id"):
+        checkpoint("99.9", 1)

@@ -1,0 +1,232 @@
+"""The chapters' checkpoints by name: what each question compares the learner's answer with, and how to tell it.
+
+A check cell shows only ``checkpoint("02.1", stall_idle_share)``: the truth is computed here, by the question's id,
+from the chapter's own objects (the names the chapter defined, read from the namespace the check runs in), so the
+expected value's formula is not one copy away from the answer. Three kinds of question:
+
+- ``Exact``: a count, or a seeded, simulated figure a re-run reproduces: compared to the digits the chapter shows.
+- ``Measured``: a figure timed on the learner's machine, which a re-run moves: any answer inside the 95% interval
+  the chapter prints for it passes (its ends rounded outward to the digits asked), so the number read on the first
+  run still passes after a second Run All, and a figure off by a formula, a unit or a side does not.
+- ``Named``: a text the chapter computed (compared case and spacing ignored).
+
+Choice questions are not here: their keys are salted hashes in ``data/answer_keys.json`` (``checkpoints``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Namespace = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Exact:
+    """A figure the chapter reproduces exactly on every run: compared to the digits it is displayed with."""
+
+    label: str
+    truth: Callable[[Namespace], float]
+    where: str
+    significant: int | None = None
+    decimals: int | None = None
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A figure measured on this machine: ``truth`` gives ``(value, ci95_low, ci95_high)`` as the chapter prints it."""
+
+    label: str
+    truth: Callable[[Namespace], tuple[float, float, float]]
+    where: str
+    significant: int | None = None
+    decimals: int | None = None
+
+
+@dataclass(frozen=True)
+class Named:
+    """A text the chapter computed, such as the version a registry runs."""
+
+    label: str
+    truth: Callable[[Namespace], str]
+    where: str
+
+
+Question = Exact | Measured | Named
+
+
+def _interval(estimate: Any) -> tuple[float, float, float]:
+    """``(value, low, high)`` of a ``stats.Estimate`` or ``stats.Interval``."""
+    return float(estimate.value), float(estimate.ci95_low), float(estimate.ci95_high)
+
+
+def _item_sync_steps(ns: Namespace) -> float:
+    from gpucost_lab.simulate.config import SCENARIOS
+
+    return SCENARIOS["item_sync"].steps
+
+
+def _idle_share(ns: Namespace) -> float:
+    from gpucost_lab.timeline import busy_idle
+
+    split = busy_idle(ns["stall"])
+    return split.idle_us / split.span_us
+
+
+def _row(table: Any, key: str, value: str, column: str) -> float:
+    return float(table.set_index(key).loc[value, column])
+
+
+def _plan_ratio(ns: Namespace) -> tuple[float, float, float]:
+    decision = ns["plans"]["batch128-lr-scaled"].decision
+    return (decision.cost_ratio, *decision.cost_ratio_ci95)
+
+
+def _night_share(ns: Namespace, phase: str, run: str = "before") -> float:
+    return ns[run].seconds[phase] / ns[run].wall_s
+
+
+def _course_device(ns: Namespace) -> str:
+    from gpucost_lab.measure.device import resolve_device
+
+    return str(resolve_device("auto"))
+
+
+QUESTIONS: dict[str, Question] = {
+    "00.1": Named("00.1 course device", _course_device, "the `device` row of the set-up table"),
+    "01.2": Exact(
+        "01.2 fields named",
+        lambda ns: len(ns["contract"].diff(ns["drifted"])),
+        "the `ContractMismatch` message printed in section 5",
+    ),
+    "02.1": Exact(
+        "02.1 idle share", _idle_share, "`stall_busy` in section 2 (its idle time over its span)", decimals=2
+    ),
+    "02.3": Exact(
+        "02.3 sync points",
+        _item_sync_steps,
+        "`sync_points(item_trace)` in section 4, or the `sync_points` column of its comparison",
+    ),
+    "02.6": Exact(
+        "02.6 widest real gap",
+        lambda ns: ns["alex_gaps"]["duration_us"].max() / 1e6,
+        "`alex_gaps` in section 5 (its duration, in seconds)",
+        decimals=1,
+    ),
+    "02.7": Exact(
+        "02.7 communication share",
+        lambda ns: _row(ns["rank0_types"], "kernel_type", "communication", "share"),
+        "`rank0_types` in section 5 (the communication row's share)",
+        decimals=2,
+    ),
+    "02.10": Exact(
+        "02.10 addmm input shapes",
+        lambda ns: int((ns["by_shape"]["name"] == "aten::addmm").sum()),
+        "`by_shape` in section 1: the rows named aten::addmm",
+    ),
+    "03.1": Measured(
+        "03.1 cost per sample",
+        lambda ns: _interval(ns["cost_per_sample"]["baseline"]),
+        "the cost-per-sample table of section 2 (row baseline: its geomean and its 95% interval)",
+        significant=2,
+    ),
+    "03.2": Measured(
+        "03.2 relative cost to target",
+        lambda ns: _interval(ns["cost_ratio"].interval),
+        "the verdict line 'cost to target ...x (95% interval ...)' printed in section 4",
+        decimals=2,
+    ),
+    "04.1": Exact(
+        "04.1 largest microbatch",
+        lambda ns: ns["ledger"].max_microbatch(),
+        "`ledger` in section 1 (the line it prints)",
+    ),
+    "04.2": Exact(
+        "04.2 first block over budget",
+        lambda ns: ns["ledger"].at(100).first_over_budget.block,
+        "`ledger` of section 1: `ledger.at(100).table()` lists the running total after each block",
+    ),
+    "04.3": Exact(
+        "04.3 largest microbatch with checkpointing",
+        lambda ns: ns["ledger"].max_microbatch(checkpointing=True),
+        "the line printed under the widget in section 2",
+    ),
+    "04.4": Exact(
+        "04.4 activation bytes per sample",
+        lambda ns: ns["measured"].activation_bytes_per_sample,
+        "`measured` in section 4 (the activations-per-sample line it prints)",
+        decimals=0,
+    ),
+    "04.6": Exact(
+        "04.6 shortest bf16 forward (us)",
+        lambda ns: ns["linear_bf16"].bytes_moved / ns["a10"].memory_bandwidth_bytes_per_s * 1e6,
+        "the `min_time_us` column of the `roofline` table in section 5",
+        significant=3,
+    ),
+    "04.7": Exact(
+        "04.7 fixes inside the window",
+        lambda ns: int(ns["fix_table"]["fits_window"].sum()),
+        "section 3's table: count the fixes marked `in window`",
+    ),
+    "04.9": Exact(
+        "04.9 full recomputation step factor",
+        lambda ns: _row(ns["fix_table"], "name", "full recomputation", "step_time_factor"),
+        "the `step x` column of section 3's table, on the full recomputation row",
+        significant=3,
+    ),
+    "05.1": Exact(
+        "05.1 data share",
+        lambda ns: _night_share(ns, "data"),
+        "the `share` column of `before_balance` in section 2",
+        significant=4,
+    ),
+    "05.3": Exact(
+        "05.3 logging bound",
+        lambda ns: _night_share(ns, "logging"),
+        "the `share` column of `before_balance` in section 2",
+        significant=4,
+    ),
+    "05.6": Exact(
+        "05.6 dollars saved",
+        lambda ns: (ns["before"].wall_s - ns["after"].wall_s) * 2.10 / 3600,
+        "the wall times of `before` and `after` (section 5 prints the saving)",
+        decimals=2,
+    ),
+    "05.8": Exact(
+        "05.8 blamed phase's share of the night",
+        lambda ns: _night_share(ns, ns["alarm_window"]["phase"].iloc[0], "after"),
+        "the `whole night` column of section 6's table, on the row of the phase the alarm window blames",
+        significant=4,
+    ),
+    "06.1": Exact(
+        "06.1 promoted",
+        lambda ns: sum(p.decision.action == "promote" for p in ns["plans"].values()),
+        "the 'action' column of the table in section 2",
+    ),
+    "06.3": Measured(
+        "06.3 batch128 cost ratio",
+        _plan_ratio,
+        "the 'cost ratio' and 'ratio 95% CI' columns of the table in section 2 (row batch128-lr-scaled)",
+        decimals=2,
+    ),
+    "06.4": Named("06.4 in production", lambda ns: ns["registry"].current(), "the registry line printed in section 4"),
+    "07.1": Measured(
+        "07.1 data-wait fraction",
+        lambda ns: _interval(ns["settings"][0].data_wait_fraction),
+        "the data-wait line printed under the table of section 3 (workers=0, with its 95% interval)",
+        decimals=2,
+    ),
+    "07.2": Measured(
+        "07.2 persistent workers' cost ratio",
+        lambda ns: _interval(ns["results"][1].comparison.interval),
+        "the `persistent_workers False -> True` row of `changes` in section 4 (`time_ratio`, `ci95_low`, `ci95_high`)",
+        decimals=2,
+    ),
+    "07.3": Measured(
+        "07.3 compiled step-time ratio",
+        lambda ns: _interval(ns["compile_cmp"].interval),
+        "the line 'step time ...x (95% interval ...)' printed in section 5",
+        decimals=2,
+    ),
+}
