@@ -13,7 +13,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 .PHONY: help install system-packages lab lint check test bench bench-table clean labs
 
 help:
-	@echo "make lab          install (first run only) and start JupyterLab on the course"
+	@echo "make lab          install (first run only) and start the learner's JupyterLab on the course"
 	@echo "make test         install (first run only) and run every test, notebooks included (lint first)"
 	@echo "make check        the quick loop: lint and the unit tests, under a minute"
 	@echo "make lint         ruff, the import contracts, the type checker and the dead-code finder"
@@ -55,9 +55,16 @@ install: system-packages $(STAMP)
 # same. The server flags keep JupyterLab from fetching news or checking for updates at all.
 LAB_NO_NEWS := --LabApp.news_url=None --LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate
 
+# The learner's JupyterLab (binder/jupyter_config/, put first on JUPYTER_CONFIG_PATH for this server alone; Binder's
+# binder/start does the same): none of nbgrader's instructor tools (its menu, the formgrader, the course list, the
+# Create Assignment panel, the Validate button; the assignment list stays), and no jupytext, so that saving a chapter
+# writes the notebook alone and never its text form in text/ (`make notebooks` syncs the pairs, jupytext.toml).
+LEARNER_CONFIG := $(HERE)binder/jupyter_config
+
 lab: install
 	@$(BIN)/python binder/install_lab_settings.py
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters $(LAB_NO_NEWS) \
+	JUPYTER_CONFIG_PATH="$(LEARNER_CONFIG)$${JUPYTER_CONFIG_PATH:+:$$JUPYTER_CONFIG_PATH}" \
+		$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/chapters $(LAB_NO_NEWS) \
 		--ServerApp.port=$(PORT) $(ROOT_FLAG) $(LAB_ARGS)
 
 # Lint and format check of the package, tests, benchmarks and deploy (settings in pyproject.toml, [tool.ruff]);

@@ -28,6 +28,7 @@ KIND_BY_PATH = {
     "grading/test_attacks.py": ("grading",),
     "grading/test_workflow_attacks.py": ("grading",),
     "project/test_make_lab.py": ("slow",),  # JupyterLab started by `make lab`
+    "project/test_notebook_sync.py": ("slow",),  # text/sync.py (jupytext) run on a copy, twice
     "cli/test_bad_input_property.py": ("slow",),  # a property search over every flag of every command
 }
 TESTS = Path(__file__).resolve().parent

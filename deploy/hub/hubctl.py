@@ -41,7 +41,9 @@ USER_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 #: Set in the environment of the hub, the proxy and every server it spawns: teardown finds them all by it.
 MARKER_ENV = "GPUCOST_HUB_MARKER"
 
-# What a learner's JupyterLab leaves out: the instructor's tools (nbgrader's multi-user set-up).
+# What a learner's JupyterLab leaves out: the instructor's tools (nbgrader's multi-user set-up). The Nbgrader menu
+# stays, for its Assignment List (fetch, submit); with the formgrader's and course list's plugins left out, their
+# entries leave the menu too. (`make lab` and Binder leave out the menu itself: binder/jupyter_config/.)
 LEARNER_SERVER_CONFIG = {
     "ServerApp": {
         "jpserver_extensions": {
@@ -51,7 +53,11 @@ LEARNER_SERVER_CONFIG = {
     }
 }
 LEARNER_PAGE_CONFIG = {
-    "disabledExtensions": {"@jupyter/nbgrader:create-assignment": True, "@jupyter/nbgrader:course-list": True}
+    "disabledExtensions": {
+        "@jupyter/nbgrader:create-assignment": True,
+        "@jupyter/nbgrader:course-list": True,
+        "@jupyter/nbgrader:formgrader": True,
+    }
 }
 # JupyterLab without the news prompt over the page, for everyone on the hub.
 LAB_NOTIFICATIONS = {"fetchNews": "false", "checkForUpdates": False}

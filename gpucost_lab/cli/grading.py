@@ -14,6 +14,7 @@ import argparse
 import math
 import sys
 import time
+from pathlib import Path
 
 from gpucost_lab._validate import InputError
 from gpucost_lab.cli.command import Command, Subcommands, add_json_flag
@@ -63,7 +64,11 @@ def add_self_check(sub: Subcommands) -> argparse.ArgumentParser:
         "self-check",
         help="run your lab's visible tests and show progress toward the pass mark (hidden tests may still fail)",
     )
-    p.add_argument("notebook", help="your saved copy of the lab (.ipynb)")
+    p.add_argument(
+        "notebook",
+        help="your saved copy of the lab (.ipynb): its path, or its name from the lab's folder or the course's folder "
+        "(there LAB.ipynb is labs/LAB/LAB.ipynb)",
+    )
     p.add_argument("--timeout", type=int, default=DEFAULT_TIMEOUT_S, help="seconds each cell may run")
     p.add_argument(
         "--learner",
@@ -158,7 +163,10 @@ def self_check_command(args: argparse.Namespace) -> tuple[dict, str]:
     report = self_check(args.notebook, timeout_s=args.timeout, learner=learner)
     if report is None:
         raise ValueError("self-check does not run inside another self-check or an nbgrader run")
-    return report.to_dict(), report.text()
+    text = report.text()
+    if Path(report.notebook) != Path(args.notebook):  # a bare name found in the lab's folder under this one
+        text = f"{shown(args.notebook)} is not in this folder: checking {shown(report.notebook)}\n{text}"
+    return report.to_dict(), text
 
 
 def _number(value) -> float | None:

@@ -116,18 +116,37 @@ def bound_names(source: str) -> set[str]:
 
 
 def _statement(code: str, line: int | None) -> str:
-    """The check at ``line`` as one line of text: an assert's condition, else the line itself."""
+    """The check at ``line`` as one line of text: an ``assert``'s or ``expect(...)``'s condition, else the line."""
     if not line:
         return ""
     try:
         for node in ast.walk(ast.parse(code)):
-            if isinstance(node, ast.Assert) and node.lineno <= line <= (node.end_lineno or node.lineno):
-                test = ast.get_source_segment(code, node.test) or ast.unparse(node.test)
-                return "assert " + " ".join(test.replace("\\\n", " ").split())
+            if not _spans(node, line):
+                continue
+            if isinstance(node, ast.Assert):
+                return "assert " + _one_line(code, node.test)
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "expect"
+                and node.args
+            ):
+                return f"expect({_one_line(code, node.args[0])})"
     except (SyntaxError, ValueError, RecursionError):
         pass
     lines = code.splitlines()
     return lines[line - 1].strip() if line <= len(lines) else ""
+
+
+def _spans(node: ast.AST, line: int) -> bool:
+    """Whether ``node`` is a statement or call whose source spans ``line``."""
+    start = getattr(node, "lineno", None)
+    return start is not None and start <= line <= (getattr(node, "end_lineno", None) or start)
+
+
+def _one_line(code: str, node: ast.expr) -> str:
+    text = ast.get_source_segment(code, node) or ast.unparse(node)
+    return " ".join(text.replace("\\\n", " ").split())
 
 
 class LearnerError(Exception):

@@ -1,4 +1,9 @@
-"""``self_check``: the learner's progress on the visible tests of their own saved copy of a lab."""
+"""``self_check``: the learner's progress on the visible tests of their own saved copy of a lab.
+
+The notebook may be named by its path, or by its bare name from the lab's folder or from the course's root folder,
+where JupyterLab opens: there ``profile_training_loop.ipynb`` names
+``labs/profile_training_loop/profile_training_loop.ipynb`` (:func:`find_lab_notebook`).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import os
 from pathlib import Path
 from types import EllipsisType
 
+from gpucost_lab._validate import InputError
 from gpucost_lab.course.variants import LEARNER_ENV, check_learner, current_learner
 from gpucost_lab.grading.checks import HIDDEN_MARK
 from gpucost_lab.grading.course import path_with_this_python, quiet_stderr
@@ -39,7 +45,7 @@ def self_check(
     """
     if os.environ.get(SELF_CHECK_ENV) or os.environ.get("NBGRADER_EXECUTION"):
         return None
-    notebook = Path(path)
+    notebook = find_lab_notebook(path)
     timeout_s = check_timeout(timeout_s)
     learner = current_learner() if learner is ... else check_learner(learner)
     nb = read_notebook(notebook)
@@ -61,6 +67,38 @@ def self_check(
         failed=tuple(failed),
         points_with_hidden_checks=round(hidden, SCORE_DECIMALS),
         learner=learner,
+    )
+
+
+def _lab_places(name: Path) -> list[Path]:
+    """Where a lab notebook's bare name may be, relative to the current folder, besides itself: the course root's
+    release (``labs/LAB/LAB.ipynb``) and a fetched assignment (``LAB/LAB.ipynb``, nbgrader's layout on a hub)."""
+    if name.is_absolute() or len(name.parts) != 1 or name.suffix != ".ipynb":
+        return []
+    return [Path("labs", name.stem, name.name), Path(name.stem, name.name)]
+
+
+def find_lab_notebook(path: str | os.PathLike) -> Path:
+    """The notebook ``path`` names: ``path`` itself when it exists; else, for a bare lab name such as
+    ``profile_training_loop.ipynb``, the first of ``labs/profile_training_loop/`` and ``profile_training_loop/``
+    under the current folder that holds it, so that the name works from the course root as well as from the lab's
+    own folder. Found nowhere: InputError (``notebook``) naming the path and every place it was looked for."""
+    notebook = Path(path)
+    if notebook.exists():
+        return notebook
+    places = _lab_places(notebook)
+    for place in places:
+        if place.is_file():
+            return place
+    here = Path.cwd()
+    if places:
+        where = f"in {here}, nor in its {' or '.join(f'{place.parent}{os.sep}' for place in places)}"
+    else:
+        where = f"at {here / notebook}"
+    raise InputError(
+        "notebook",
+        f"notebook {str(path)!r}: no such file {where}; allowed: the path of your saved lab notebook, or its name "
+        "from the lab's folder or the course's folder",
     )
 
 

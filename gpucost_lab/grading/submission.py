@@ -144,7 +144,8 @@ def _error_message(cell, timeout_s: int | None = None) -> str | None:
         return f"CellTimeoutError: still running at the {limit}time limit, so it was interrupted"
     for out in errors:
         ename, evalue = out.get("ename") or "Error", one_line(out.get("evalue") or "")
-        if ename == "CheckFailed":  # a test cell graded by the grader (grading.checks): its sentence says it all
+        if ename in ("CheckFailed", "Miss"):  # a test graded by the grader (grading.checks), a check's own miss:
+            # its sentence says it all
             return evalue
         return f"{ename}: {evalue}" if evalue and evalue != ename else ename
     for out in cell.get("outputs", []):

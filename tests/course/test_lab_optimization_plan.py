@@ -22,7 +22,7 @@ def test_every_test_cell_follows_its_answer_and_has_a_visible_and_a_hidden_part(
             # nbgrader puts a deleted test cell back after the answer or test cell before it
             assert meta(previous).get("solution") or meta(previous).get("grade"), grading["grade_id"]
             visible, _, rest = cell.source.partition("### BEGIN HIDDEN TESTS")
-            assert "assert" in visible and "assert" in rest, f"{grading['grade_id']}: a visible and a hidden check"
+            assert "expect(" in visible and "expect(" in rest, f"{grading['grade_id']}: a visible and a hidden check"
             assert grading["locked"] and not grading["solution"]
         previous = cell
 

@@ -7,7 +7,11 @@ Points of profile_training_loop (from the lab's own headings): 1 instrument 3, 2
 4 correlate 1, 5 decide 2, 6 act 2, 7 price 2, 8 re-profile 1 = 16; 80% is 12.8, so 13 points pass and 12 fail.
 """
 
+import ast
+import contextlib
+import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,17 +23,22 @@ from labtools import (
     PLAN,
     PROFILE,
     ROOT,
+    answered_release,
     cells,
     checks_after,
     course_copy,
     generated_release,
     instructor_workflow,
+    is_check,
     learner_copy,
     meta,
     write_submission,
 )
 
-from gpucost_lab.grading import grade
+from gpucost_lab.course.checkpoints import Miss
+from gpucost_lab.course.variants import LEARNER_ENV
+from gpucost_lab.grading import answers, grade
+from gpucost_lab.grading.checks import HIDDEN_MARK, Checks, is_trusted_setup
 
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 each_lab = pytest.mark.parametrize("lab", LABS, ids=[lab.name for lab in LABS])
@@ -76,6 +85,87 @@ def test_lab_has_enough_graded_cells_for_80_percent_to_mean_something(lab):
 def test_all_answers_are_listed(lab):
     source = nbformat.read(lab.source, as_version=4)
     assert {gid for gid, c in cells(source).items() if meta(c).get("solution")} == lab.answers
+
+
+VERDICTS = "from gpucost_lab.course.checkpoints import expect, passed"
+
+
+def _check_cells_by_section(lab):
+    """(section number, grade_id, source) of each test cell of ``lab``'s source, under its ``## N ·`` heading."""
+    section, found = None, []
+    for cell in nbformat.read(lab.source, as_version=4).cells:
+        heading = re.match(r"## (\d+) ·", cell.source) if cell.cell_type == "markdown" else None
+        section = int(heading.group(1)) if heading else section
+        if is_check(cell):
+            found.append((section, meta(cell)["grade_id"], cell.source))
+    return found
+
+
+@each_lab
+def test_every_check_says_its_verdict_in_one_line_and_ticks_before_its_hidden_part(lab):
+    # each check is expect(condition, message) (a Miss: one line, still an AssertionError for nbgrader), never a bare
+    # assert; the visible part ends in passed("N · ..."), N its section's number, and the hidden part prints nothing
+    for section, gid, source in _check_cells_by_section(lab):
+        visible = source.split(HIDDEN_MARK)[0]
+        body = ast.parse(visible).body
+        assert VERDICTS in visible.splitlines(), gid
+        assert not [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Assert)], f"{gid}: a bare assert"
+        last = body[-1]
+        assert isinstance(last, ast.Expr) and isinstance(last.value, ast.Call), gid
+        assert ast.unparse(last.value.func) == "passed" and source.count("passed(") == 1, gid
+        label = last.value.args[0].value
+        assert label.startswith(f"{section} · ") and len(label) > len(f"{section} · "), (gid, label)
+
+
+def _graded_here(tmp_path, lab, replace: dict[str, str] | None = None) -> tuple[dict, dict]:
+    """``lab``'s answered release run in this process as its learner's kernel would (the setup, each answer cell,
+    ``replace`` applied, and each visible check), and each test graded by the grader's ``Checks`` on the answers as
+    the kernel sends them (plain data). Per test: the grader's outputs, and what its visible check printed or
+    raised."""
+    ns: dict = {"__name__": "__main__"}
+    source = cells(nbformat.read(lab.source, as_version=4))
+    checks = Checks(lambda name: answers.loads(answers.dumps(ns, name), name), None, tmp_path)
+    graded, shown = {}, {}
+    for cell in answered_release(lab.name).cells:
+        gid = meta(cell).get("grade_id")
+        if is_trusted_setup(cell):
+            assert checks.run_setup(source[gid].source) is None
+            exec(cell.source, ns)
+        elif meta(cell).get("solution"):
+            code = cell.source
+            for old, new in (replace or {}).items():
+                code = code.replace(old, new)
+            exec(code, ns)
+        elif is_check(cell):
+            graded[gid] = checks.check(gid, source[gid].source)
+            out = io.StringIO()
+            try:
+                with contextlib.redirect_stdout(out):
+                    exec(cell.source, ns)
+            except AssertionError as err:
+                shown[gid] = err
+            else:
+                shown[gid] = out.getvalue()
+    return graded, shown
+
+
+@pytest.mark.slow
+def test_honest_work_passes_every_check_with_a_tick_and_a_slip_fails_its_own_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.delenv(LEARNER_ENV, raising=False)  # the self-study job, on both sides
+    with contextlib.redirect_stdout(io.StringIO()):
+        graded, shown = _graded_here(tmp_path, PROFILE)
+    labels = {gid: f"{section} · " for section, gid, _ in _check_cells_by_section(PROFILE)}
+    assert graded == {gid: [] for gid in labels}  # every test passes in the grader: all its points
+    assert all(isinstance(text, str) and text.startswith("✓ " + labels[gid]) for gid, text in shown.items()), shown
+    # the run's cost in seconds instead of hours: that test alone fails, in the grader and in the learner's kernel
+    slip = {"timer.wall_s / 3600 * PRICE_PER_HOUR_USD\n": "timer.wall_s * PRICE_PER_HOUR_USD\n"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        graded, shown = _graded_here(tmp_path, PROFILE, slip)
+    assert [gid for gid, outputs in graded.items() if outputs] == ["lab_run_cost"]
+    (error,) = graded["lab_run_cost"]
+    why = "run_cost_usd is your wall time in hours (not seconds)"
+    assert error["ename"] == "CheckFailed" and why in error["evalue"]
+    assert isinstance(shown["lab_run_cost"], Miss) and why in str(shown["lab_run_cost"])  # one line, no tick
 
 
 @each_lab

@@ -73,7 +73,7 @@ def test_run_all_twice_in_one_kernel_keeps_the_visible_points(tmp_path, lab, mon
     client = NotebookClient(
         nb, timeout=300, allow_errors=True, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
     )
-    points = []
+    points, ticks = [], []
     with client.setup_kernel():
         for _ in range(2):
             for index, cell in enumerate(nb.cells):
@@ -81,5 +81,20 @@ def test_run_all_twice_in_one_kernel_keeps_the_visible_points(tmp_path, lab, mon
                     cell.outputs = []
                     client.execute_cell(cell, index)
             points.append(_graded_points(nb))
+            ticks.append(_ticks(nb))
     (first, total), (second, _) = points
     assert first == second == total, points
+    # each visible check cell prints one line, its tick, and nothing else, on both runs
+    assert ticks[0] == ticks[1] and all(ticks[0].values()), ticks
+
+
+def _ticks(nb) -> dict[str, bool]:
+    """For each visible check cell: whether all it printed is one stdout line that starts with the tick (the kernel
+    may send a line in more than one stream message)."""
+    ticks = {}
+    for cell in nb.cells:
+        if meta(cell).get("grade") and not meta(cell).get("solution") and cell.cell_type == "code":
+            stdout = all(o.output_type == "stream" and o.name == "stdout" for o in cell.outputs)
+            text = "".join(o.get("text", "") for o in cell.outputs)
+            ticks[meta(cell)["grade_id"]] = stdout and text.startswith("✓ ") and text.count("\n") == 1
+    return ticks

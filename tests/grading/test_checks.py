@@ -154,6 +154,9 @@ def test_why_a_test_failed_quotes_a_visible_check_and_never_a_hidden_one(tmp_pat
         "the check `assert answer.upper() == 'X'` raised AttributeError: 'int' object has no attribute 'upper'"
     )
     assert _evalue(checks.check("q1_test", "assert (")).startswith("the test of q1_test could not be read: ")
+    # a lab's expect(condition, message), across lines, is quoted like an assert: its condition, then what it said
+    lab = "from gpucost_lab.course.checkpoints import expect\nexpect(answer\n       == 6, 'off by one')"
+    assert _evalue(checks.check("q1_test", lab)) == "the check `expect(answer == 6)` failed: off by one"
 
 
 def test_an_answer_that_is_not_plain_data_fails_with_its_reason(tmp_path):

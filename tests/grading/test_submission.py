@@ -82,3 +82,16 @@ def test_grade_refuses_a_notebook_that_is_a_link_in_one_line_and_writes_nothing(
     said = {"symlink": f"a symbolic link to '{SOLUTION}'", "hard link": "a hard link", "fifo": "a FIFO"}[kind]
     assert said in lines[0]
     assert (_listing(tmp_path), _listing(SOLUTION.parent)) == before  # no feedback page, here or beside the solution
+
+
+def test_a_checks_one_line_miss_is_reported_by_its_sentence_alone():
+    from gpucost_lab.grading.submission import cell_messages
+
+    def graded(gid, ename, evalue):
+        cell = nbformat.v4.new_code_cell("expect(x == 1, 'x is one')")
+        cell.metadata["nbgrader"] = {"grade": True, "grade_id": gid, "solution": False, "points": 1}
+        cell.outputs = [nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[f"✗ {evalue}"])]
+        return cell
+
+    nb = nbformat.v4.new_notebook(cells=[graded("a", "Miss", "x is one"), graded("b", "KeyError", "'x'")])
+    assert cell_messages(nb) == {"a": "x is one", "b": "KeyError: 'x'"}

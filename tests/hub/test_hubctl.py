@@ -19,6 +19,9 @@ def test_the_class_folder(tmp_path):
     assert "c.CourseDirectory.student_id = 'ana'" in (ana / "nbgrader_config.py").read_text()
     extensions = json.loads((ana / "jupyter_server_config.json").read_text())["ServerApp"]["jpserver_extensions"]
     assert extensions["nbgrader.server_extensions.formgrader"] is False
+    disabled = json.loads((ana / "labconfig" / "page_config.json").read_text())["disabledExtensions"]
+    instructor_plugins = {f"@jupyter/nbgrader:{name}" for name in ("formgrader", "course-list", "create-assignment")}
+    assert {name for name, off in disabled.items() if off} == instructor_plugins  # the assignment list's menu stays
     instructor = klass.home("instructor") / ".jupyter"
     assert not (instructor / "jupyter_server_config.json").exists()
     assert "student_id" not in (instructor / "nbgrader_config.py").read_text()
