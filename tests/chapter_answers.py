@@ -114,7 +114,7 @@ DISPLAYED: dict[str, list[Shown]] = {
         ),
         Shown(
             "ch02_q3_answer",
-            r"^loss\.item\(\) every step +\S+ +\d+ +(\d+) +\d+ *$",
+            r"^loss\.item\(\) every step .* (\d+) +\d+ *$",
             "{0}",
             {
                 "every nested call counted (item, _local_scalar_dense, synchronize)": "3 * {0}",
@@ -184,7 +184,7 @@ DISPLAYED: dict[str, list[Shown]] = {
         ),
         Shown(
             "ch04_q6_answer",
-            r"min_time_us.*?^1 +([\d.]+) ",
+            r"min_time_us.*?^1 .*? ([\d.]+) µs",
             "{0}",
             {
                 "seconds, not microseconds": "{0} / 1e6",
@@ -197,7 +197,7 @@ DISPLAYED: dict[str, list[Shown]] = {
         Shown("ch04_q7_answer", None, "6", {"every fix that fits memory": "9", "only the late ones": "3"}),
         Shown(
             "ch04_q9_answer",
-            r"full recomputation +peak +[\d.]+ GB +step x([\d.]+)",
+            r"^\d+ +full recomputation +\S+ GB +([\d.]+) ",
             "{0}",
             {
                 "accumulation's factor": "1.15",
@@ -209,7 +209,7 @@ DISPLAYED: dict[str, list[Shown]] = {
     "05_profile_to_decision.ipynb": [
         Shown(
             "ch05_q1_answer",
-            r"dominant phase: data\n.*?^\d+ +data +\S+ +(\S+) ",
+            r"dominant phase: data\n.*?^\d+ +data +\S+ \S+ +(\S+) ",
             "{0}",
             {
                 "a percentage": "100 * {0}",
@@ -219,7 +219,7 @@ DISPLAYED: dict[str, list[Shown]] = {
         ),
         Shown(
             "ch05_q3_answer",
-            r"dominant phase: data\n.*?^\d+ +logging +\S+ +(\S+) ",
+            r"dominant phase: data\n.*?^\d+ +logging +\S+ \S+ +(\S+) ",
             "{0}",
             {
                 "the 90% figure of section 4": 'options["logging"].wall_reduction_share',
@@ -251,7 +251,7 @@ DISPLAYED: dict[str, list[Shown]] = {
     "03_price_the_result.ipynb": [
         Shown(
             "ch03_q1_answer",
-            r"cost_per_sample_usd_geomean.*?^baseline +(\S+) ",
+            r"cost_per_sample_usd_geomean.*?^baseline +\$(\S+) ",
             "{0}",
             {
                 "the candidate's": 'cost_per_sample["candidate"].geomean',
@@ -317,8 +317,9 @@ DISPLAYED: dict[str, list[Shown]] = {
             "{0}",
             {
                 "inverted: eager over compiled": "1 / {0}",
-                "the time saved, not the ratio": "1 - {0}",
                 "a percentage": "100 * {0}",
+                "the compiled step's time in microseconds": "compile_price.compiled_step_s * 1e6",
+                "the break-even steps": "compile_price.break_even_steps.value",
             },
         ),
     ],

@@ -9,11 +9,16 @@ the source's answers without the marker lines: every line holding ``### `` is dr
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -206,3 +211,64 @@ PLAN = Lab(
     by_name=True,
 )
 LABS = (PROFILE, PLAN)
+
+
+MAKE_LAB_START_S = 120  # `make lab` checks its install first; a guard against a hang, not a speed target
+
+
+@contextlib.contextmanager
+def make_lab_server(base: Path, token: str):
+    """`make lab` on a free loopback port with ``token``, as a learner starts it, with user-level Jupyter folders
+    of its own under ``base`` (no setting saved on this machine applies); yields its base URL, and always stops it
+    (its whole process group)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "PYTHONPATH", "JUPYTER_CONFIG_PATH")}
+    env.update({name: str(base / folder) for name, folder in _JUPYTER_FOLDERS.items()})
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    args = f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.token={token}"
+    with open(base / "make-lab.log", "wb") as log:
+        proc = subprocess.Popen(
+            ["make", "-s", "lab", f"PORT={port}", f"LAB_ARGS={args}"],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            _wait_for(url, token, proc, base / "make-lab.log")
+            yield url
+        finally:
+            _stop_group(proc)
+
+
+_JUPYTER_FOLDERS = {
+    "JUPYTER_CONFIG_DIR": "config",
+    "JUPYTER_DATA_DIR": "data",
+    "JUPYTER_RUNTIME_DIR": "runtime",
+    "IPYTHONDIR": "ipython",
+}
+
+
+def _wait_for(url: str, token: str, proc: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + MAKE_LAB_START_S
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=60).close()
+            return
+        except OSError:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"`make lab` did not answer within {MAKE_LAB_START_S} s"
+            time.sleep(0.5)
+
+
+def _stop_group(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)

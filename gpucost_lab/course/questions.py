@@ -23,25 +23,22 @@ Namespace = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
-class Exact:
+class Figure:
+    """A numeric question: its label, its truth from the chapter's names, where to read it, the digits asked."""
+
+    label: str
+    truth: Callable[[Namespace], Any]
+    where: str
+    significant: int | None = None
+    decimals: int | None = None
+
+
+class Exact(Figure):
     """A figure the chapter reproduces exactly on every run: compared to the digits it is displayed with."""
 
-    label: str
-    truth: Callable[[Namespace], float]
-    where: str
-    significant: int | None = None
-    decimals: int | None = None
 
-
-@dataclass(frozen=True)
-class Measured:
+class Measured(Figure):
     """A figure measured on this machine: ``truth`` gives ``(value, ci95_low, ci95_high)`` as the chapter prints it."""
-
-    label: str
-    truth: Callable[[Namespace], tuple[float, float, float]]
-    where: str
-    significant: int | None = None
-    decimals: int | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +108,7 @@ QUESTIONS: dict[str, Question] = {
     "02.6": Exact(
         "02.6 widest real gap",
         lambda ns: ns["alex_gaps"]["duration_us"].max() / 1e6,
-        "`alex_gaps` in section 5 (its duration, in seconds)",
+        "the `duration_us` column of `alex_gaps` in section 5 (shown in seconds)",
         decimals=1,
     ),
     "02.7": Exact(
@@ -172,7 +169,7 @@ QUESTIONS: dict[str, Question] = {
     "04.9": Exact(
         "04.9 full recomputation step factor",
         lambda ns: _row(ns["fix_table"], "name", "full recomputation", "step_time_factor"),
-        "the `step x` column of section 3's table, on the full recomputation row",
+        "the `step_time_factor` column of section 3's table, on the full recomputation row",
         significant=3,
     ),
     "05.1": Exact(

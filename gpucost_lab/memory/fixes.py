@@ -36,6 +36,7 @@ import pandas as pd
 
 from gpucost_lab._validate import FLOAT_MAX, InputError, integer_at_least, positive, too_large
 from gpucost_lab.cost import DEFAULT_PRICE_PER_HOUR_USD, nightly_window
+from gpucost_lab.formatting import Table, table
 from gpucost_lab.memory.figures import ACTIVATION_BYTES, RECOMPUTE_MODES
 from gpucost_lab.memory.ledger import MAX_MICROBATCH, MemoryLedger
 from gpucost_lab.precision import PRECISIONS
@@ -47,6 +48,17 @@ COURSE_GLOBAL_BATCH = 60
 COURSE_STEP_TIME_S = 0.1
 COURSE_SAMPLES_PER_NIGHT = 14_400_000
 COURSE_WINDOW_HOURS = 8.0
+# the columns :meth:`FixPlan.shown` shows, the last one made from the flags
+SHOWN_COLUMNS = [
+    "name",
+    "peak_gb",
+    "step_time_factor",
+    "relative_cost",
+    "run_hours",
+    "fits_window",
+    "run_cost_usd",
+    "notes",
+]
 
 
 @dataclass(frozen=True)
@@ -105,6 +117,29 @@ class FixPlan:
         table.index = pd.RangeIndex(1, len(table) + 1, name="rank")
         return table
 
+    def summary(self) -> str:
+        """The baseline in three short lines: the global batch against the budget, its speed, its night."""
+        return "\n".join(
+            [
+                f"global batch {self.global_batch}: peak {self.baseline_peak_gb:.2f} GB of a {self.budget_gb:.2f} GB "
+                f"budget: {'fits as is' if self.baseline_fits else 'does NOT fit'} (largest microbatch "
+                f"{self.max_microbatch})",
+                f"baseline {self.step_time_s:.4g} s per step = {self.samples_per_s:,.0f} samples/s",
+                f"a night of {self.samples_per_night:,.0f} samples takes {self.baseline_run_hours:.2f} h and costs "
+                f"${self.baseline_run_cost_usd:.2f} at ${self.price_per_hour_usd:.2f}/h; the {self.window_hours:g} h "
+                f"window {'holds' if self.baseline_fits_window else 'is missed'}",
+            ]
+        )
+
+    def shown(self) -> Table:
+        """The fixes as a chapter shows them (:func:`gpucost_lab.formatting.table`): a row per fix, ranked as
+        :meth:`table`, under its column names (``fits_window`` as "in window" or "LATE"), and the notes."""
+        data = self.table()[SHOWN_COLUMNS[:-1]].copy()
+        data["fits_window"] = ["in window" if fits else "LATE" for fits in data["fits_window"]]
+        data["notes"] = [_notes(f) for f in self.fixes]
+        caption = f"{len(self.fixes)} fixes that fit, cheapest first" if self.fixes else "no fix fits"
+        return table(data, caption=caption)
+
     def text(self) -> str:
         head = (
             f"global batch {self.global_batch}: peak {self.baseline_peak_gb:.2f} GB of a {self.budget_gb:.2f} GB "
@@ -119,22 +154,27 @@ class FixPlan:
         lines = [head, f"{len(self.fixes)} fixes that fit, cheapest first:"]
         width = max(len(f.name) for f in self.fixes)
         for i, f in enumerate(self.fixes, 1):
-            notes = [
-                n
-                for n, on in (
-                    ("needs a parity check", f.needs_parity_check),
-                    ("assumes a transformer", f.assumes_transformer),
-                    ("redundant", f.redundant),
-                )
-                if on
-            ]
+            notes = _notes(f)
             lines.append(
                 f"{i:>2}. {f.name:<{width}}  peak {f.peak_gb:6.2f} GB  step x{f.step_time_factor:.3f}  "
                 f"cost x{f.relative_cost:.3f}  {f.run_hours:5.2f} h "
                 f"{'in window' if f.fits_window else 'LATE':<9}  ${f.run_cost_usd:.2f}"
-                + (f"  ({'; '.join(notes)})" if notes else "")
+                + (f"  ({notes})" if notes else "")
             )
         return "\n".join(lines)
+
+
+def _notes(f: Fix) -> str:
+    """What to know before trusting a fix: a parity check, a transformer's figures, a redundant change."""
+    return "; ".join(
+        n
+        for n, on in (
+            ("needs a parity check", f.needs_parity_check),
+            ("assumes a transformer", f.assumes_transformer),
+            ("redundant", f.redundant),
+        )
+        if on
+    )
 
 
 def _name(base_precision: str, precision: str, recompute: str, k: int, microbatch: int) -> str:

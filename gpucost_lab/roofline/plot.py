@@ -4,7 +4,8 @@
 rising to the ridge point, then the flat compute roof (the dense peak for the dtype). Each point is a
 kernel at its arithmetic intensity, drawn on the roof (the most it could attain) and, when a measured
 rate is given, at that rate too: a measured point above the roof is impossible. :func:`roofline_table`
-is the same information as text, to read beside the picture.
+is the same information as text, to read beside the picture. Each figure records its alt text, what it shows in one
+sentence, every roofline drawn on it included (:func:`gpucost_lab.formatting.figure` shows it with the picture).
 
 A point is ``(label, intensity)`` or ``(label, intensity, measured_flops_per_s)``, where ``intensity``
 is FLOP per byte, or a :class:`~gpucost_lab.roofline.bound.LayerCost` (from ``linear_layer_cost``), which also
@@ -14,6 +15,7 @@ gives the kernel's FLOPs and so the shortest time it could take on this accelera
 from __future__ import annotations
 
 import math
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -21,6 +23,7 @@ import pandas as pd
 import torch
 
 from gpucost_lab._validate import positive
+from gpucost_lab.formatting import describe
 from gpucost_lab.roofline.bound import Accelerator, LayerCost, Roofline, dtype_name, lookup
 
 TABLE_COLUMNS = [
@@ -36,6 +39,7 @@ FLOPS_COLUMNS = ["flops", "min_time_us"]  # added when a point is a LayerCost
 MEASURED_COLUMNS = ["measured_tflops", "fraction_of_attainable", "impossible"]  # added when a point has a rate
 DTYPE_COLOURS = {"float32": "tab:blue", "tf32": "tab:purple", "float16": "tab:orange", "bfloat16": "tab:red"}
 MEMORY_ROOF_COLOUR = "dimgray"
+_DRAWN: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per figure, what each call drew, for its alt text
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,29 @@ def plot_roofline(
     for p in parsed:
         _draw_point(ax, roof, p, colour)
     _frame(ax, acc, roof, parsed, (lo, hi), previous)
-    return ax.figure
+    drawn = _DRAWN.setdefault(ax.figure, [])
+    drawn.append(_roof_alt(roof, name, parsed))
+    return describe(
+        ax.figure,
+        f"{acc.name} roofline on log-log axes (arithmetic intensity in FLOP/byte across, TFLOP/s up; memory roof "
+        f"{acc.memory_bandwidth_gb_per_s:g} GB/s times the intensity): {'; '.join(drawn)}.",
+    )
+
+
+def _roof_alt(roof: Roofline, name: str, parsed: list[_Point]) -> str:
+    """One roofline's part of the alt text: its compute roof and ridge point, and where each point sits."""
+    points = []
+    for p in parsed:
+        x = p.intensity_flops_per_byte
+        where = f"{p.label} at {x:.4g} FLOP/byte, {roof.bound(x)}, on the roof at "
+        where += _tflops(roof.attainable_flops_per_s(x))
+        if p.measured_flops_per_s is not None:
+            where += f", measured {_tflops(p.measured_flops_per_s)}"
+        points.append(where)
+    return (
+        f"{name} compute roof {_tflops(roof.peak_flops_per_s)}, ridge point {roof.ridge_point_flops_per_byte:.4g} "
+        f"FLOP/byte" + "".join(f", {w}" for w in points)
+    )
 
 
 def _draw_roofs(ax, acc: Accelerator, roof: Roofline, name: str, colour: str, span: tuple[float, float]) -> None:

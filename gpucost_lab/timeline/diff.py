@@ -38,6 +38,7 @@ every sample of one side and above 0 in every sample of the other (a phase remov
 from __future__ import annotations
 
 import os
+import textwrap
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +50,8 @@ from gpucost_lab.timeline.load import Trace, load_trace
 from gpucost_lab.timeline.step_figures import per_step
 
 DIFF_VERDICTS = ("better", "worse", "same", "inconclusive")
+LABEL_WIDTH = 32  # the text's label column; a longer label stands on its own line above its figures
+REASON_WIDTH = 110  # a reason's lines wrap between words at this width
 _LABELS = {"step_time": "step time", "busy": "busy", "idle": "idle"}
 
 
@@ -142,33 +145,48 @@ class TraceDiff:
         return pd.DataFrame([ln.to_dict() for ln in self.lines])
 
     def text(self) -> str:
-        """The diff as a table, one row per line, then the reason of each line without an interval."""
-
-        def side(name: str, s: Side) -> str:
-            files = ", ".join(f"{_printable(path)} ({_count(n, 'step')})" for path, n in zip(s.traces, s.steps))
-            return f"{name:<6} {files}; interval across {_count(s.n, s.interval_across[:-1])}"
-
-        def num(x: float | None, fmt: str) -> str:
-            return "-" if x is None else format(x, fmt)
-
+        """The diff as a table, one row per line, then the reason of each line without an interval. Nothing is cut:
+        each trace is on a line of its own, a name too long for the label column stands on its own line above its
+        figures, and a reason wraps between words."""
+        labels = [_printable(ln.label) for ln in self.lines]
+        width = min(max(map(len, labels), default=0), LABEL_WIDTH)
         rows = [
-            side("before", self.before),
-            side("after", self.after),
+            *_side_lines("before", self.before),
+            *_side_lines("after", self.after),
             f"{self.device} traces; ms per step, ratio after / before with its 95% interval; lower is better "
             "for every line",
-            f"  {'':<52} {'before':>10} {'after':>10} {'ratio':>7} {'95% CI':>17}  verdict",
+            f"  {'':<{width}} {'before':>10} {'after':>10} {'ratio':>7} {'95% CI':>17}  verdict",
         ]
-        for ln in self.lines:
+        for label, ln in zip(labels, self.lines):
             ci = "-" if ln.ci95_low is None else f"{ln.ci95_low:.3f} to {ln.ci95_high:.3f}"
+            ratio = "-" if ln.ratio is None else f"{ln.ratio:7.3f}"
+            if len(label) > width:  # on its own line, whole
+                rows.append(f"  {label}")
+                label = ""
             rows.append(
-                f"  {_printable(ln.label)[:52]:<52} {ln.before_ms:10.3f} {ln.after_ms:10.3f} "
-                f"{num(ln.ratio, '7.3f'):>7} {ci:>17}  {ln.verdict}"
+                f"  {label:<{width}} {ln.before_ms:10.3f} {ln.after_ms:10.3f} {ratio:>7} {ci:>17}  {ln.verdict}"
             )
         notes = [ln for ln in self.lines if ln.ci95_low is None]
         if notes:
             rows.append("without an interval:")
-            rows += [f"  {_printable(ln.reason)}" for ln in notes]
+            rows += [
+                textwrap.fill(
+                    _printable(ln.reason),
+                    REASON_WIDTH,
+                    initial_indent="  ",
+                    subsequent_indent="    ",
+                    break_long_words=False,
+                    break_on_hyphens=False,
+                )
+                for ln in notes
+            ]
         return "\n".join(rows)
+
+
+def _side_lines(name: str, s: Side) -> list[str]:
+    """A side's heading (its traces and what its interval is across), then each trace on a line of its own."""
+    head = f"{name:<6} {_count(len(s.traces), 'trace')}; interval across {_count(s.n, s.interval_across[:-1])}:"
+    return [head, *(f"  {_printable(path)} ({_count(n, 'step')})" for path, n in zip(s.traces, s.steps))]
 
 
 def _count(n: int, noun: str) -> str:

@@ -1,7 +1,11 @@
 """Draw a trace as lanes, one per thread and per GPU stream, with the widest gaps shaded (chapter 02).
 
 The picture is drawn from :mod:`gpucost_lab.timeline`'s tables; :func:`lane_table` is the same
-information as text, to read beside it.
+information as text, to read beside it. On a thread's lane the kinds that nest (a step holds annotations, which
+hold operators, which make runtime calls) each get a band of their own, so that every colour the legend names is
+seen: steps a thin band on top, annotations below it, operators with their runtime calls and syncs over them in the
+rest. A stream's kernels, copies and memsets share its whole lane. Each figure records its alt text, what it shows
+in one sentence (:func:`gpucost_lab.formatting.figure` shows it with the picture).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from gpucost_lab._validate import integer_at_least
+from gpucost_lab.formatting import describe
 from gpucost_lab.timeline import Trace, gaps
 
 DRAWN_KINDS = ("kernel", "memcpy", "memset", "sync", "runtime", "cpu_op", "annotation", "step")
@@ -24,6 +29,16 @@ COLOURS = {
     "annotation": "tab:olive",
     "step": "lightgrey",
 }
+# a thread lane's bands, as (offset from the lane's top, height) in lane units (a lane is 0.8 high); drawn in this
+# order, so a runtime call or a sync, which runs inside an operator, is drawn over it
+THREAD_BANDS = {
+    "step": (0.0, 0.14),
+    "annotation": (0.16, 0.16),
+    "cpu_op": (0.34, 0.46),
+    "runtime": (0.34, 0.46),
+    "sync": (0.34, 0.46),
+}
+DRAW_ORDER = ("step", "annotation", "cpu_op", "runtime", "sync", "memset", "memcpy", "kernel")
 LANE_TABLE_COLUMNS = ["lane", "kind", "events", "busy_ms"]
 
 
@@ -102,21 +117,19 @@ def plot_timeline(
     if ax is None:
         _, ax = plt.subplots(figsize=(11, 0.9 + 0.45 * max(len(lanes), 1)))
     for row, lane in enumerate(lanes):
-        on_lane = drawn[drawn["lane"] == lane]
-        for kind, group in on_lane.groupby("kind"):
-            spans = list(zip(group["start_ms"], group["end_ms"] - group["start_ms"]))
-            ax.broken_barh(spans, (row - 0.4, 0.8), color=COLOURS[kind], alpha=0.55 if kind == "step" else 0.9)
+        _draw_lane(ax, row, lane, drawn[drawn["lane"] == lane])
     left = start_ms if start_ms is not None else 0.0
     right = end_ms if end_ms is not None else float(drawn["end_ms"].max()) if len(drawn) else 1.0
     ax.set_xlim(left, right)
     ranked = gaps(trace).head(top_gaps) if top_gaps else gaps(trace).iloc[:0]  # the table's rows, by rank
     ranked = ranked.assign(start_ms=(ranked["start_us"] - t0_us) / 1e3, width_ms=ranked["duration_us"] / 1e3)
-    labels, outside = [], []
+    labels, outside, shaded = [], [], []
     for rank, gap in zip(ranked.index, ranked.itertuples()):
         text = f"gap {rank}: {gap.width_ms:.2f} ms"
         if gap.start_ms < right and gap.start_ms + gap.width_ms > left:
             ax.axvspan(gap.start_ms, gap.start_ms + gap.width_ms, color="red", alpha=0.15)
             labels.append((gap.start_ms, gap.start_ms + gap.width_ms, text))
+            shaded.append(f"gap {rank} of {gap.width_ms:.2f} ms at {gap.start_ms:.2f} ms")
         else:
             outside.append(f"{text} at {gap.start_ms:.2f} ms")
     ax.set_ylim(len(lanes) - 0.5, -0.5)  # lanes top to bottom
@@ -127,7 +140,7 @@ def plot_timeline(
     if outside:
         xlabel += f"\noutside this window: {'; '.join(outside)}"
     ax.set_xlabel(xlabel)
-    kinds = [k for k in DRAWN_KINDS if k in set(drawn["kind"])]
+    kinds = [k for k in DRAWN_KINDS if k in set(drawn["kind"])]  # only what is drawn
     ax.legend(
         handles=[Patch(color=COLOURS[k], label=k) for k in kinds],
         loc="upper left",
@@ -136,7 +149,34 @@ def plot_timeline(
         frameon=False,
     )
     ax.set_title(f"{Path(trace.path).name}: {trace.device} timeline")
-    return ax.figure
+    return describe(ax.figure, _timeline_alt(trace, drawn, lanes, (left, right), shaded))
+
+
+def _draw_lane(ax, row: int, lane: str, on_lane: pd.DataFrame) -> None:
+    """One lane's bars, a kind at a time in :data:`DRAW_ORDER`; on a thread, each kind in its band."""
+    thread = not lane.startswith("stream")
+    for kind in DRAW_ORDER:
+        group = on_lane[on_lane["kind"] == kind]
+        if group.empty:
+            continue
+        top, height = THREAD_BANDS.get(kind, (0.0, 0.8)) if thread else (0.0, 0.8)
+        spans = list(zip(group["start_ms"], group["end_ms"] - group["start_ms"]))
+        ax.broken_barh(spans, (row - 0.4 + top, height), color=COLOURS[kind], gid=f"lane-{kind}")
+
+
+def _timeline_alt(
+    trace: Trace, drawn: pd.DataFrame, lanes: list[str], window: tuple[float, float], shaded: list[str]
+) -> str:
+    """The figure in one sentence: the window, each lane with the kinds drawn on it, the shaded gaps."""
+    on = [
+        f"{lane} ({', '.join(k for k in DRAWN_KINDS if k in set(drawn[drawn['lane'] == lane]['kind']))})"
+        for lane in lanes
+    ]
+    gaps_text = f"; shaded: {', '.join(shaded)}" if shaded else ""
+    return (
+        f"Timeline of {Path(trace.path).name} ({trace.device}) from {window[0]:.2f} to {window[1]:.2f} ms after "
+        f"its first event, one lane per thread and stream: {'; '.join(on) or 'nothing drawn'}{gaps_text}."
+    )
 
 
 def plot_memory(trace: Trace, device_type: int | None = 0, ax=None):
@@ -168,4 +208,20 @@ def plot_memory(trace: Trace, device_type: int | None = 0, ax=None):
     ax.set_xlabel("ms from the trace's first event")
     ax.set_ylabel("allocated (MB)")
     ax.set_title("Allocator over one step")
+    describe(ax.figure, _memory_alt(trace, phases))
     return ax
+
+
+def _memory_alt(trace: Trace, phases: pd.DataFrame) -> str:
+    """The memory figure in one sentence: each phase's span and peak, and where the step's peak is."""
+    if phases.empty:
+        return f"Memory allocated over {Path(trace.path).name}: no allocation was recorded."
+    parts = [
+        f"{row.phase} {row.duration_us / 1e3:.1f} ms, peak {row.peak_bytes / 1e6:.2f} MB"
+        for row in phases.itertuples(index=False)
+    ]
+    top = phases.loc[phases["peak_bytes"].idxmax()]
+    return (
+        f"Step plot of the memory allocated over {Path(trace.path).name}, one shaded span per phase "
+        f"({'; '.join(parts)}): the highest point, {top['peak_bytes'] / 1e6:.2f} MB, is in {top['phase']}."
+    )

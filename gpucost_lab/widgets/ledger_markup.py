@@ -71,21 +71,21 @@ def _largest(base: MemoryLedger, ledger: MemoryLedger, result: LedgerResult) -> 
 def _recompute_line(ledger: MemoryLedger, result: LedgerResult) -> str:
     plain_peak_gb = result.peak_gb + result.checkpointing_saves_gb
     saves = (
-        f"saves {gb(result.checkpointing_saves_gb)} at microbatch {result.microbatch} "
-        f"(peak {gb(plain_peak_gb)} → {gb(result.peak_gb)})"
+        f"saves {gb(result.checkpointing_saves_gb)} at microbatch {result.microbatch}: the peak falls from "
+        f"{gb(plain_peak_gb)} to {gb(result.peak_gb)}"
     )
     if result.recomputation == "full":
         return (
-            f"activation checkpointing (full recomputation) {saves} and costs a recompute of the forward pass: "
-            f"step time × 4/3 (≈ {num((RECOMPUTE_STEP_TIME_FACTOR - 1) * 100, 0)}% longer; assumption: a "
-            f"forward is about 1/3 of a forward+backward step)."
+            f"activation checkpointing (full recomputation) {saves}. Backward recomputes the forward pass, so each "
+            f"step takes 4/3 as long, about {num((RECOMPUTE_STEP_TIME_FACTOR - 1) * 100, 0)}% longer (an "
+            f"assumption: a forward pass is about a third of a forward and backward step)."
         )
     extra = result.recompute_step_time_factor - 1.0
     return (
-        f"selective recomputation {saves}: each block drops its attention core's activations "
+        f"selective recomputation {saves}. Each block drops its attention core's activations "
         f"({num(ledger.selective_saving_fraction * 100, 1)}% of what it saves) and backward recomputes them, "
-        f"for step time × {num(result.recompute_step_time_factor)} ({num(extra * 100, 1)}% more compute; "
-        f"Korthikanti et al. 2022's figures for a GPT-3-sized transformer, an assumption here)."
+        f"{num(extra * 100, 1)}% more compute per step (Korthikanti et al. 2022's figures for a GPT-3-sized "
+        f"transformer, an assumption here)."
     )
 
 
@@ -102,36 +102,40 @@ def _precision_line(base: MemoryLedger, ledger: MemoryLedger, result: LedgerResu
 
 
 def _step_line(ledger: MemoryLedger, result: LedgerResult) -> str:
+    """The global batch and what one optimizer step costs against the plain run, each factor said once."""
     k, m, b = result.accumulation_steps, result.microbatch, result.global_batch
-    batch = f"global batch <b>{b}</b> (microbatch {m} × {k} accumulation step{'s' if k > 1 else ''})"
+    split = f"{k} microbatches of {m}, accumulated" if k > 1 else f"one microbatch of {m}"
+    batch = f"global batch <b>{b}</b>: {split}"
     if k == 1 and result.recomputation == "none":
-        return (
-            f"{batch}; step-time factor ×1: this is the plain run (the global batch as one microbatch, no "
-            f"recomputation) that cost to target is measured against."
-        )
-    f = result.step_time_factor
-    parts = []
+        return f"{batch}, no recomputation. This is the plain run that cost to target is measured against."
+    parts = []  # (what, its factor, how it comes about)
     if k > 1:
         overhead = ledger.microbatch_overhead_fraction
+        each = "the extra microbatch" if k == 2 else f"each of the {k - 1} extra microbatches"
         parts.append(
-            f"accumulation ×{num(accumulation_step_time_factor(k, overhead))} "
-            f"(1 + ({k} − 1) × {num(overhead)}, the measured overhead per extra microbatch)"
+            (
+                "accumulation",
+                accumulation_step_time_factor(k, overhead),
+                f"{num(overhead)} more for {each}, the measured overhead",
+            )
         )
     if result.recomputation != "none":
-        parts.append(f"{result.recomputation} recomputation ×{num(result.recompute_step_time_factor)}")
+        parts.append((f"{result.recomputation} recomputation", result.recompute_step_time_factor, ""))
+    if len(parts) == 1:
+        what, _, how = parts[0]
+        why = f"{what}: {how}" if how else what
+    else:
+        why = " times ".join(f"{what} {num(factor)}" + (f", {how}," if how else "") for what, factor, how in parts)
     one = ledger.max_microbatch()
     if b <= one:
-        plain = (
-            f"Global batch {b} fits here as one microbatch without recomputation (largest {one}): "
-            f"these settings only add time."
-        )
+        plain = f"Global batch {b} fits here as one microbatch without recomputation (the largest is {one}): these "
+        plain += "settings only add time."
     else:
-        plain = f"As one microbatch without recomputation, global batch {b} does not fit here (largest {one})."
+        plain = f"Global batch {b} does not fit here as one microbatch without recomputation (the largest is {one})."
     return (
-        f"{batch}; step-time factor <b>×{num(f)}</b> = {' × '.join(parts)}: ×{num(f)} time per optimizer "
-        f"step, so <b>×{num(f)} cost to target</b> at the same global batch (steps to target follow the global "
-        f"batch, so against the plain run, the global batch as one microbatch without recomputation on a device "
-        f"where it fits, only the time per step changes). {plain}"
+        f"{batch}. Each optimizer step takes <b>{num(result.step_time_factor)} times</b> as long as the plain run's "
+        f"({why}). Steps to target follow the global batch, so the cost to target rises by the same factor. (The "
+        f"plain run is the global batch as one microbatch, without recomputation, on a device where it fits.) {plain}"
     )
 
 

@@ -49,8 +49,8 @@ def _predictor_verdict_html(p: dict) -> str:
     color = {"cheaper": "#1b5e20", "more expensive": "#8b0000"}.get(v, "#000")
     return (
         f'<div role="status" aria-live="polite"><p style="margin:2px 0">relative cost '
-        f"<b>{r:.3f}</b> = ({_one_plus(p['steps_change'])}) / ({_one_plus(p['throughput_gain'])}) → "
-        f'<b style="color:{color}">{v}</b>: {detail}.</p></div>'
+        f"<b>{r:.3f}</b> = ({_one_plus(p['steps_change'])}) / ({_one_plus(p['throughput_gain'])}): "
+        f'<b style="color:{color}">{v}</b>; {detail}.</p></div>'
     )
 
 

@@ -17,15 +17,11 @@ more (the prompt comes once the settings have loaded), then looks for the prompt
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+from labtools import make_lab_server
 from test_widgets_in_jupyterlab import chromium_context
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,14 +29,7 @@ ARTIFACTS = ROOT / "artifacts" / "browser"
 TOKEN = "gpucost-news-test"
 NOTIFICATION = "@jupyterlab/apputils-extension:notification"
 NEWS_PROMPT = "Would you like to get notified about official Jupyter news?"
-SERVER_START_S = 120  # `make lab` checks its install first; a guard against a hang, not a speed target
 SETTLE_MS = 5_000  # after the app shows the chapters: the prompt, when asked, appears once the settings load
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get_json(url: str):
@@ -51,46 +40,8 @@ def _get_json(url: str):
 @pytest.fixture(scope="module")
 def make_lab(tmp_path_factory):
     """`make lab` on a free loopback port with a token; yields its base URL."""
-    base = tmp_path_factory.mktemp("make-lab")
-    env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "PYTHONPATH")}
-    env.update(
-        JUPYTER_CONFIG_DIR=str(base / "config"),  # user settings and workspaces: none saved yet
-        JUPYTER_DATA_DIR=str(base / "data"),
-        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
-        IPYTHONDIR=str(base / "ipython"),
-    )
-    port = _free_port()
-    args = f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.token={TOKEN}"
-    log = open(base / "make-lab.log", "wb")
-    proc = subprocess.Popen(
-        ["make", "-s", "lab", f"PORT={port}", f"LAB_ARGS={args}"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            try:
-                _get_json(f"{url}/api/status?token={TOKEN}")
-                break
-            except OSError:
-                assert proc.poll() is None, (base / "make-lab.log").read_text()[-3000:]
-                assert time.monotonic() < deadline, f"`make lab` did not answer within {SERVER_START_S} s"
-                time.sleep(0.5)
+    with make_lab_server(tmp_path_factory.mktemp("make-lab"), TOKEN) as url:
         yield url
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-        log.close()
 
 
 def test_make_lab_opens_on_the_chapters_without_the_news_prompt(make_lab, tmp_path):

@@ -346,7 +346,7 @@ def test_ledger_full_recomputation_extends_the_slider_to_284(notebook_page, lab)
     assert slider.locator(".widget-readout").inner_text().strip() == "284"
     _type_into_readout(page, ledger.locator(".gpucost-ledger-accumulation"), "2")
     after = _wait_for_text(verdict, r"global batch 568")
-    assert "step-time factor ×1.533" in after and "×1.533 cost to target at the same global batch" in after
+    assert "takes 1.533 times as long" in after and "cost to target rises by the same factor" in after
     table = _wait_for_text(ledger.locator(".gpucost-ledger-table"), r"global batch 568")
     assert _rows(table)["recompute block 10"][:3] == ["18.346", "21.546", "fits"]
     ledger.scroll_into_view_if_needed()

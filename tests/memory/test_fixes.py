@@ -96,6 +96,39 @@ def test_the_plan_table_is_numbered_from_1_as_its_text():
     assert table.loc[6, "name"] == "accumulation x2 (microbatch 30)"
 
 
+def test_the_shown_table_is_the_plan_table_in_units_with_its_notes():
+    plan = plan_fixes(COURSE, 60, **CASE)
+    shown = plan.shown()
+    assert shown.caption == "9 fixes that fit, cheapest first"
+    cells = shown.cells
+    assert list(cells.index) == list(range(1, 10)) and list(cells["name"]) == [row[0] for row in COURSE_FIXES]
+    # full recomputation (module doc): peak 7.076 GB, step x 4/3 = 1.333, 6.667 x 4/3 = 8.889 h, late,
+    # $14.00 x 4/3 = $18.67, no note
+    assert cells.loc[7].tolist() == [
+        "full recomputation",
+        "7.076 GB",
+        "1.333",
+        "1.333",
+        "8.889 h",
+        "LATE",
+        "$18.67",
+        "",
+    ]
+    assert cells.loc[4, "notes"] == "needs a parity check; assumes a transformer; redundant"
+    assert list(cells["fits_window"]).count("in window") == 6  # x1, x1.027 and x1.15 inside 8 h
+    line = next(line for line in repr(shown).splitlines() if line.startswith("7 "))
+    assert re.match(r"7 +full recomputation +7\.076 GB +1\.333 +1\.333 +8\.889 h +LATE +\$18\.67$", line)
+    assert plan.table().loc[7, "fits_window"] == False  # noqa: E712  (the data keeps its flag)
+
+
+def test_the_summary_is_three_short_lines():
+    assert plan_fixes(COURSE, 60, **CASE).summary().splitlines() == [
+        "global batch 60: peak 23.60 GB of a 21.60 GB budget: does NOT fit (largest microbatch 54)",
+        "baseline 0.1 s per step = 600 samples/s",
+        "a night of 14,400,000 samples takes 6.67 h and costs $14.00 at $2.10/h; the 8 h window holds",
+    ]
+
+
 def test_throughput_instead_of_step_time_gives_the_same_plan():
     by_time = plan_fixes(COURSE, 60, **CASE)
     by_rate = plan_fixes(COURSE, 60, **{**CASE, "step_time_s": None, "samples_per_s": 600.0})

@@ -11,10 +11,6 @@ import json
 import os
 import re
 import shutil
-import signal
-import socket
-import subprocess
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -23,10 +19,10 @@ import nbformat
 import pytest
 from jupytext.config import load_jupytext_config
 from jupytext.paired_paths import paired_paths
+from labtools import make_lab_server
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "gpucost-test-token"
-SERVER_START_S = 90  # a guard against a hang, not a speed target
 INSTRUCTOR_PLUGINS = {
     "@jupyter/nbgrader:menu",  # the Nbgrader menu: Formgrader, Course List, Create Assignment
     "@jupyter/nbgrader:formgrader",
@@ -34,12 +30,6 @@ INSTRUCTOR_PLUGINS = {
     "@jupyter/nbgrader:create-assignment",  # the right-hand "Create Assignment" panel
     "@jupyter/nbgrader:validate-assignment",  # the notebook's "Validate" button
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _request(url: str, method: str = "GET", body: dict | None = None) -> tuple[int, bytes]:
@@ -55,46 +45,8 @@ def _request(url: str, method: str = "GET", body: dict | None = None) -> tuple[i
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     """`make lab` on a free port; yields its base URL, and stops it (its whole process group) afterwards."""
-    base = tmp_path_factory.mktemp("make-lab")
-    env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "PYTHONPATH", "JUPYTER_CONFIG_PATH")}
-    env.update(
-        JUPYTER_CONFIG_DIR=str(base / "config"),
-        JUPYTER_DATA_DIR=str(base / "data"),
-        JUPYTER_RUNTIME_DIR=str(base / "runtime"),
-        IPYTHONDIR=str(base / "ipython"),
-    )
-    port = _free_port()
-    args = f"--no-browser --ServerApp.ip=127.0.0.1 --ServerApp.token={TOKEN}"
-    log = open(base / "make-lab.log", "wb")
-    proc = subprocess.Popen(
-        ["make", "-s", "lab", f"PORT={port}", f"LAB_ARGS={args}"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_START_S
-        while True:
-            try:
-                urllib.request.urlopen(f"{url}/api/status?token={TOKEN}", timeout=60).close()
-                break
-            except OSError:
-                assert proc.poll() is None, (base / "make-lab.log").read_text()[-3000:]
-                assert time.monotonic() < deadline, f"`make lab` did not answer within {SERVER_START_S} s"
-                time.sleep(0.5)
+    with make_lab_server(tmp_path_factory.mktemp("make-lab"), TOKEN) as url:
         yield url
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
-        log.close()
 
 
 def test_make_lab_serves_the_chapters(lab):

@@ -119,8 +119,9 @@ EXPECTED = [  # (what, the text the report must show), formatted by hand from th
     ("quality target", "validation accuracy >= 0.90"),
     ("base throughput", "10,000 samples/s (95% CI 7,800 to 12,820)"),
     ("cand throughput", "12,500 samples/s (95% CI 12,193 to 12,814)"),
-    ("base cost per sample", "1.100e-07 USD (95% CI 8.580e-08 to 1.410e-07)"),
-    ("cand cost per sample", "8.800e-08 USD (95% CI 8.584e-08 to 9.021e-08)"),
+    # a price never in scientific notation: 4 significant digits for the smaller mean (8.8e-8: 11 decimals)
+    ("base cost per sample", "0.00000011000 USD (95% CI 0.00000008580 to 0.00000014102)"),
+    ("cand cost per sample", "0.00000008800 USD (95% CI 0.00000008584 to 0.00000009021)"),
     ("base peak memory", "2.5 MB (2,500,000 bytes)"),
     ("cand peak memory", "1.2 MB (1,234,567 bytes)"),
     ("steps to target", "1,250"),
@@ -183,7 +184,11 @@ def test_both_formats_show_the_same_values(contract):
         for c in line.strip("|").split(" | ")
     }
     page = render_html(data)
-    for value in ("8.800e-08 USD (95% CI 8.584e-08 to 9.021e-08)", "1.2 MB (1,234,567 bytes)", "v6-last-good"):
+    for value in (
+        "0.00000008800 USD (95% CI 0.00000008584 to 0.00000009021)",
+        "1.2 MB (1,234,567 bytes)",
+        "v6-last-good",
+    ):
         assert value in md_cells and f"<td>{value}</td>" in page
 
 

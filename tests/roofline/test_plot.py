@@ -150,3 +150,26 @@ def test_unknown_accelerator_and_dtype_are_refused():
         roofline_table("B300", "float32", [("x", 10.0)])
     with pytest.raises(ValueError, match="dtype"):
         plot_roofline("A10", "float64")
+
+
+def test_the_figure_records_its_alt_text_with_every_roofline_drawn_on_it():
+    from gpucost_lab.formatting import description
+
+    fig, ax = plt.subplots()
+    plot_roofline("A10", "float32", [("Linear fp32", FP32_INTENSITY)], ax=ax)
+    first = description(fig)
+    plot_roofline("A10", "bfloat16", [("Linear bf16", BF16_INTENSITY)], ax=ax)
+    alt = description(fig)
+    # the module doc's figures: fp32 ridge 52, 85.28 compute-bound at 31.2; bf16 ridge 208.3, 170.6 memory-bound at 102
+    assert alt.startswith("A10 roofline on log-log axes") and alt.endswith(".") and "600 GB/s" in alt
+    assert (
+        "float32 compute roof 31.2 TFLOP/s, ridge point 52 FLOP/byte, Linear fp32 at 85.28 FLOP/byte, compute-bound"
+        in alt
+    )
+    assert (
+        "bfloat16 compute roof 125 TFLOP/s, ridge point 208.3 FLOP/byte, Linear bf16 at 170.6 FLOP/byte, memory-bound, "
+        "on the roof at 102 TFLOP/s" in alt
+    )
+    assert "bfloat16" not in first and alt.count("A10 roofline") == 1  # one sentence, both rooflines
+    with_rate = description(plot_roofline("A10", "float32", [("fast", FP32_INTENSITY, 53.7e12)]))
+    assert "measured 53.7 TFLOP/s" in with_rate

@@ -182,8 +182,28 @@ def test_result_is_json_ready_and_text_has_a_line_per_figure(traces):
     assert set(out["before"]) == {"traces", "steps", "interval_across", "n"}
     assert out["lines"][0]["metric"] == "step_time" and out["lines"][0]["name"] is None
     text = result.text()
-    assert all(ln.label[:40] in text for ln in result.lines)
     assert len(result.to_frame()) == len(result.lines)
+    # every label whole, each on a line that starts with it (the figures on the same line or the next)
+    lines = text.split("without an interval:", 1)[0].splitlines()  # the table, above the reasons
+    for ln in result.lines:
+        (i,) = [k for k, line in enumerate(lines) if line.strip().startswith(ln.label)]
+        figures = lines[i] if lines[i].strip() != ln.label else lines[i + 1]
+        assert figures.rstrip().endswith(ln.verdict) and f"{ln.before_ms:.3f}" in figures
+    assert all(path in text for path in result.before.traces + result.after.traces)  # each trace named in full
+
+
+def test_reasons_wrap_between_words_and_no_row_is_wider_than_the_table(traces):
+    from gpucost_lab.timeline.diff import REASON_WIDTH
+
+    result = diff(traces["dataloader_stall", 1], traces["healthy", 4], top=3)
+    text = result.text()
+    notes = text.split("without an interval:\n", 1)[1].splitlines() if "without an interval:" in text else []
+    assert all(len(line) <= REASON_WIDTH for line in notes)
+    joined = " ".join(line.strip() for line in notes)
+    assert all(ln.reason in joined for ln in result.lines if ln.ci95_low is None)  # wrapped, nothing lost
+    header = next(line for line in text.splitlines() if line.rstrip().endswith("verdict"))
+    rows = [line for line in text.splitlines() if line.rstrip().endswith(("better", "worse", "same", "inconclusive"))]
+    assert rows and all(len(row.rstrip()) <= len(header.rstrip()) + len("inconclusive") for row in rows)
 
 
 @pytest.mark.parametrize(

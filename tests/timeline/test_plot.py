@@ -108,3 +108,77 @@ def test_window_limits_what_is_drawn(tmp_path):
     full = lane_table(trace)["events"].sum()
     first = lane_table(trace, end_ms=5)["events"].sum()
     assert 0 < first < full
+
+
+def _pixels_of(fig, ax, colour: str) -> int:
+    """How many pixels inside ``ax`` are drawn in ``colour`` (within 2 of each 0-255 channel)."""
+    import numpy as np
+
+    fig.canvas.draw()
+    image = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(int)
+    box = ax.get_window_extent()
+    height = image.shape[0]
+    inside = image[int(height - box.y1) + 1 : int(height - box.y0) - 1, int(box.x0) + 1 : int(box.x1) - 1]
+    target = np.array([round(255 * c) for c in matplotlib.colors.to_rgb(colour)])
+    return int((np.abs(inside - target) <= 2).all(axis=-1).sum())
+
+
+@pytest.mark.parametrize("scenario,end_ms", [("dataloader_stall", 45), ("dataloader_stall", None), ("item_sync", None)])
+def test_the_legend_names_only_what_is_drawn_and_every_colour_it_names_is_seen(tmp_path, scenario, end_ms):
+    from gpucost_lab.timeline.plot import COLOURS
+
+    trace = _trace(tmp_path, SCENARIOS[scenario])
+    fig = plot_timeline(trace, end_ms=end_ms, top_gaps=3)
+    ax = fig.axes[0]
+    named = [t.get_text() for t in ax.get_legend().get_texts()]
+    events = trace.events[trace.events["dur_us"] > 0]
+    start_ms = (events["ts_us"] - trace.events["ts_us"].min()) / 1e3
+    in_window = events[start_ms < end_ms] if end_ms is not None else events
+    assert set(named) == set(in_window["kind"]) & set(COLOURS)  # the kinds with an event in the window
+    for kind in named:  # each colour the legend names shows in the picture, not hidden under another kind's bars
+        assert _pixels_of(fig, ax, COLOURS[kind]) > 0, kind
+
+
+def test_the_figure_records_its_alt_text(tmp_path):
+    from gpucost_lab.formatting import description
+
+    trace = _trace(tmp_path)
+    fig = plot_timeline(trace, end_ms=45, top_gaps=3)
+    alt = description(fig)
+    widest = gaps(trace, top=1)["duration_us"].iloc[0] / 1e3
+    assert alt.startswith("Timeline of t.json.gz (cuda) from 0.00 to 45.00 ms") and alt.endswith(".")
+    assert "thread 4242 (" in alt and "stream 7 (kernel, memcpy)" in alt
+    assert f"gap 1 of {widest:.2f} ms" in alt
+
+
+def test_the_memory_figure_names_its_peak_phase(tmp_path):
+    from gpucost_lab.formatting import description
+    from gpucost_lab.timeline.plot import plot_memory
+
+    from .helpers import X
+    from .helpers import write_trace as write_events
+
+    def mem(ts, total):
+        return {
+            "ph": "i",
+            "s": "t",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 1,
+            "ts": ts,
+            "args": {"Total Allocated": total, "Bytes": 0, "Device Type": 0},
+        }
+
+    # forward [0, 1000 us]: up to 1 MB; backward [1000, 3000 us]: 3 MB, the peak, then 1.5 MB
+    events = [
+        X("user_annotation", "forward", 0, 1000),
+        X("user_annotation", "backward", 1000, 2000),
+        mem(500, 1_000_000),
+        mem(1500, 3_000_000),
+        mem(2500, 1_500_000),
+    ]
+    alt = description(plot_memory(load_trace(write_events(tmp_path / "mem.json", events))).figure)
+    assert alt == (
+        "Step plot of the memory allocated over mem.json, one shaded span per phase (forward 1.0 ms, peak 1.00 MB; "
+        "backward 2.0 ms, peak 3.00 MB): the highest point, 3.00 MB, is in backward."
+    )

@@ -36,7 +36,7 @@ def test_a_fitting_step_states_its_peak_headroom_and_largest_microbatch():
     v = text(html_text)
     assert "fits: peak 14.08 GB of the 21.6 GB budget (24 GB device, 10% reserve); headroom 7.52 GB." in v
     assert "largest microbatch that fits: 54." in v
-    assert "global batch 32 (microbatch 32 × 1 accumulation step); step-time factor ×1: this is the plain run" in v
+    assert "global batch 32: one microbatch of 32, no recomputation. This is the plain run" in v
     assert "recomput" not in v.replace("no recomputation", "") and "parity" not in v
 
 
@@ -51,9 +51,9 @@ def test_running_out_in_the_recompute_says_so_and_prices_the_recompute():
     assert "out of memory while recomputing block 10 in backward: 22.58 GB resident, 0.98 GB over" in v
     assert "whole step would need" not in v  # the recompute row is the step's peak
     assert "largest microbatch that fits with activation checkpointing: 284 (54 without)." in v
-    assert "saves 82.62 GB at microbatch 300 (peak 105.2 GB → 22.58 GB)" in v
-    assert "step time × 4/3 (≈ 33% longer" in v
-    assert "As one microbatch without recomputation, global batch 300 does not fit here (largest 54)." in v
+    assert "saves 82.62 GB at microbatch 300: the peak falls from 105.2 GB to 22.58 GB." in v
+    assert "each step takes 4/3 as long, about 33% longer" in v
+    assert "Global batch 300 does not fit here as one microbatch without recomputation (the largest is 54)." in v
 
 
 def test_a_mixed_precision_ledger_asks_for_a_parity_check():
@@ -67,9 +67,19 @@ def test_a_mixed_precision_ledger_asks_for_a_parity_check():
 
 def test_accumulation_states_its_step_time_factor():
     v = verdict(COURSE, COURSE.at(30, accumulation_steps=2))
-    assert "global batch 60 (microbatch 30 × 2 accumulation steps); step-time factor ×1.15 = accumulation ×1.15" in v
-    assert "(1 + (2 − 1) × 0.15, the measured overhead per extra microbatch)" in v
-    assert "global batch 60 does not fit here (largest 54)" in v  # 60 > 54
+    # 1 + (2 - 1) x 0.15 = 1.15
+    assert "global batch 60: 2 microbatches of 30, accumulated. Each optimizer step takes 1.15 times as long" in v
+    assert "(accumulation: 0.15 more for the extra microbatch, the measured overhead)" in v
+    assert "Global batch 60 does not fit here as one microbatch without recomputation (the largest is 54)" in v
+
+
+def test_two_factors_are_each_said_once_and_the_sentences_read_aloud():
+    # 1.15 x 4/3 = 1.5333
+    v = verdict(COURSE, COURSE.at(30, accumulation_steps=2, recompute="full"))
+    assert "takes 1.533 times as long as the plain run's (accumulation 1.15, 0.15 more for the extra microbatch" in v
+    assert "times full recomputation 1.333)" in v
+    assert v.count("1.533") == 1 and v.count("1.333") == 1
+    assert not set("×→≈−") & set(v)  # no symbol a screen reader names instead of reading it as a word
 
 
 def test_static_memory_over_the_budget_leaves_no_microbatch():

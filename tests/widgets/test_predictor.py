@@ -129,4 +129,4 @@ def test_predictor_verdict_is_the_side_of_the_equal_cost_line(gain_pct, steps_pc
     _PREDICTOR.gain.value, _PREDICTOR.steps.value = gain_pct / 100, steps_pct / 100
     v = text(_PREDICTOR.verdict.value)
     expected = "same cost" if gain_pct == steps_pct else ("cheaper" if steps_pct < gain_pct else "more expensive")
-    assert f"→ {expected}" in v
+    assert f"): {expected};" in v
