@@ -36,7 +36,7 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch02_q10_answer": "addmm_input_shapes = 2",  # one row per Linear layer in section 1's table
     },
     "03_price_the_result.ipynb": {
-        "ch03_q1_answer": 'baseline_cost_per_sample_usd = cost_per_sample["baseline"].geomean',
+        "ch03_q1_answer": "cost_per_sample_ratio = comparison.unit_cost_ratio",
         "ch03_q2_answer": 'relative_cost_to_target = to_target["candidate"].value / to_target["baseline"].value',
         "ch03_q3_answer": 'course_question = "more expensive"',
         "ch03_q4_answer": 'price_is = "assumption"',
@@ -251,12 +251,13 @@ DISPLAYED: dict[str, list[Shown]] = {
     "03_price_the_result.ipynb": [
         Shown(
             "ch03_q1_answer",
-            r"cost_per_sample_usd_geomean.*?^baseline +\$(\S+) ",
+            r"cost per sample, candidate over baseline: ([\d.]+)x \(95% interval",
             "{0}",
             {
-                "the candidate's": 'cost_per_sample["candidate"].geomean',
-                "per million samples": "{0} * 1e6",
-                "per step of 64 samples": "{0} * 64",
+                "inverted: baseline over candidate": "1 / {0}",
+                "the step-time ratio, the batch ignored": "comparison.time_ratio",
+                "the baseline's dollars per sample": 'cost_per_sample["baseline"].geomean',
+                "the throughput gain": "gain",
             },
         ),
         Shown(

@@ -1,13 +1,21 @@
+import atexit
 import importlib.abc
 import importlib.util
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+# The measured checkpoints' intervals (gpucost_lab/course/measured_answers.py) go to a file of this test session, not
+# to the user's cache: a test's interval must never widen what a chapter accepts outside it, nor the user's it.
+_MEASURED = tempfile.mkdtemp(prefix="gpucost-tests-")
+os.environ["GPUCOST_LAB_MEASURED_STORE"] = str(Path(_MEASURED) / "measured-checkpoints.json")
+atexit.register(shutil.rmtree, _MEASURED, True)
 # Shared, noisy machines: no per-example deadline and no "too slow" health check (both time the machine, see
 # benchmarks/under_load.sh); in CI, a fixed example sequence.
 settings.register_profile(

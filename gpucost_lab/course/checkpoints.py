@@ -15,13 +15,14 @@ import hashlib
 import json
 import math
 import sys
+from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from numbers import Real
 from typing import Any
 
 from gpucost_lab._validate import InputError
-from gpucost_lab.course import questions
+from gpucost_lab.course import measured_answers, questions
 from gpucost_lab.course.questions import Namespace, Question
 
 
@@ -181,12 +182,14 @@ def check_in_interval(
     significant: int | None = None,
     decimals: int | None = None,
     where: str | None = None,
+    earlier: Sequence[tuple[float, float]] = (),
 ) -> None:
-    """Pass when ``answer`` lies inside the 95% interval ``estimate = (value, low, high)`` of a measured figure.
+    """Pass when ``answer`` lies inside the 95% interval ``estimate = (value, low, high)`` of a measured figure, or
+    inside one of the ``earlier`` intervals ``(low, high)`` this machine printed for it (``measured_answers``).
 
-    The interval's ends are rounded outward to the digits asked (``significant=N`` or ``decimals=N``), so an end as
-    the chapter prints it passes too, and so does the figure a previous run printed when it lies inside this run's
-    interval: a re-run moves a measured figure within its interval, not out of it.
+    The intervals' ends are rounded outward to the digits asked (``significant=N`` or ``decimals=N``), so an end as
+    the chapter prints it passes too, and so does the figure a previous run displayed: it lay inside that run's
+    interval.
     """
     value, low, high = (_finite(name, x) for name, x in zip(("value", "ci95_low", "ci95_high"), estimate))
     if not low <= value <= high:
@@ -198,9 +201,10 @@ def check_in_interval(
     _require_answer(question, answer)
     if isinstance(answer, bool) or not isinstance(answer, Real) or not math.isfinite(float(answer)):
         raise Miss(f"{question}: expected a finite number, got {answer!r}")
-    lo, hi = _outward(low, high, significant, decimals)
-    if not lo <= float(answer) <= hi:
-        raise Miss(f"{question}: {answer!r} lies outside this run's 95% interval; read it from {source}")
+    bounds = [_outward(lo, hi, significant, decimals) for lo, hi in ((low, high), *earlier)]
+    if not any(lo <= float(answer) <= hi for lo, hi in bounds):
+        before = f" (and the {len(earlier)} this machine printed before)" if earlier else ""
+        raise Miss(f"{question}: {answer!r} lies outside this run's 95% interval{before}; read it from {source}")
     print(f"✓ {question}")
 
 
@@ -215,15 +219,30 @@ def checkpoint(question_id: str, answer: object) -> None:
         return check_choice(question_id, answer)
     if question_id not in questions.QUESTIONS:
         raise KeyError(f"question_id must be one of {sorted({*_keys(), *questions.QUESTIONS})}, got {question_id!r}")
-    question = questions.QUESTIONS[question_id]
+    question, namespace = questions.QUESTIONS[question_id], sys._getframe(1).f_globals
+    if isinstance(question, questions.Measured):
+        return _check_measured(question_id, question, answer, namespace)
     _require_answer(question.label, answer)
-    truth = _truth(question, sys._getframe(1).f_globals)
+    truth = _truth(question, namespace)
     if isinstance(question, questions.Named):
         return check_equal(question.label, answer, truth, where=question.where)
-    s, d, where = question.significant, question.decimals, question.where
-    if isinstance(question, questions.Measured):
-        return check_in_interval(question.label, answer, truth, significant=s, decimals=d, where=where)
-    return check_number(question.label, answer, truth, significant=s, decimals=d, where=where)
+    return check_number(
+        question.label,
+        answer,
+        truth,
+        significant=question.significant,
+        decimals=question.decimals,
+        where=question.where,
+    )
+
+
+def _check_measured(question_id: str, question: questions.Measured, answer: object, namespace: Namespace) -> None:
+    """This run's interval is kept first, answered or not, then the answer is checked against it and earlier ones."""
+    truth = _truth(question, namespace)
+    earlier = measured_answers.earlier_intervals(question_id)
+    measured_answers.remember(question_id, truth[1], truth[2])
+    s, d = question.significant, question.decimals
+    check_in_interval(question.label, answer, truth, significant=s, decimals=d, where=question.where, earlier=earlier)
 
 
 def _truth(question: Question, namespace: Namespace) -> Any:

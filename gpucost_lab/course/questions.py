@@ -123,10 +123,10 @@ QUESTIONS: dict[str, Question] = {
         "`by_shape` in section 1: the rows named aten::addmm",
     ),
     "03.1": Measured(
-        "03.1 cost per sample",
-        lambda ns: _interval(ns["cost_per_sample"]["baseline"]),
-        "the cost-per-sample table of section 2 (row baseline: its geomean and its 95% interval)",
-        significant=2,
+        "03.1 cost-per-sample ratio",
+        lambda ns: _interval(ns["comparison"].unit_cost_interval),
+        "the line 'cost per sample, candidate over baseline: ...x (95% interval ...)' printed in section 2",
+        decimals=2,
     ),
     "03.2": Measured(
         "03.2 relative cost to target",

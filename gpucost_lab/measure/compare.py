@@ -169,6 +169,13 @@ class Comparison:
         units_b, units_c = self.baseline_contract.units_per_step, self.candidate_contract.units_per_step
         return self.time_ratio * units_b / units_c
 
+    @property
+    def unit_cost_interval(self) -> Interval:
+        """:attr:`unit_cost_ratio` with its 95% interval: the step-time interval scaled by the exact units ratio."""
+        scale = self.baseline_contract.units_per_step / self.candidate_contract.units_per_step
+        value, low, high = self.interval
+        return Interval(value * scale, low * scale, high * scale)
+
     def cost_to_target(self, baseline_steps: Sequence[int] | int, candidate_steps: Sequence[int] | int) -> RatioVerdict:
         """Candidate / baseline cost to the quality target at one price: step-time ratio x steps ratio.
 

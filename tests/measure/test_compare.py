@@ -170,6 +170,10 @@ def test_sides_as_tables_agree_with_the_ratio_by_construction(contract):
     ratio_from_tables = measured_cost_per_unit(cand, 2.10).geomean / measured_cost_per_unit(base, 2.10).geomean
     assert ratio_from_tables == pytest.approx(cmp.unit_cost_ratio, rel=1e-12)
     assert cmp.unit_cost_ratio == pytest.approx(cmp.time_ratio * 256 / 512)
+    # its interval is the step-time interval times the exact units ratio 256 / 512: same width factor
+    per_sample = cmp.unit_cost_interval
+    assert tuple(per_sample) == pytest.approx(tuple(x * 256 / 512 for x in cmp.interval), rel=1e-12)
+    assert per_sample.width_factor == pytest.approx(cmp.interval.width_factor, rel=1e-12)
     # cost to target: the ratio of the table's costs is the comparison's cost-to-target ratio, its interval wider
     steps_b, steps_c = (90, 95, 88), (40, 44, 41)
     to_target = cmp.cost_to_target(steps_b, steps_c)
