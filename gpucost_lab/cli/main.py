@@ -21,7 +21,7 @@ from collections.abc import Sequence
 # bytes are added separately), so the warning would only clutter stderr.
 os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
 
-from gpucost_lab.cli import export, grading, memory, pipeline, pricing, release, timeline
+from gpucost_lab.cli import export, grading, memory, pipeline, pricing, release, serve, timeline
 from gpucost_lab.cli.command import Command
 from gpucost_lab.cli.errors import (
     EXIT_INTERNAL,
@@ -44,6 +44,7 @@ COMMANDS: dict[str, Command] = {
         *grading.COMMANDS,  # grade, self-check, grade-class
         *export.COMMANDS,  # export-grades
         *pipeline.COMMANDS,  # pipeline
+        *serve.COMMANDS,  # serve-bench
     )
 }
 # Library field to the flag typed, for every command: a field names one flag whichever command reports it.

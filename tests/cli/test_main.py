@@ -38,7 +38,7 @@ def test_python_dash_m_runs_the_cli():
 
 def test_the_commands_are_those_the_readme_documents_and_help_lists_them_all(capsys):
     documented = re.findall(r"\*\*`gpucost-lab ([a-z-]+)", README)  # the CLI reference's headings
-    assert len(documented) == 13 and set(cli.COMMANDS) == set(documented)
+    assert len(documented) == 14 and set(cli.COMMANDS) == set(documented)
     with pytest.raises(SystemExit) as exit_:
         cli.main(["--help"])
     assert exit_.value.code == 0
