@@ -256,12 +256,7 @@ def _probe_displayed(client: NotebookClient, nb, path: Path) -> tuple[int, list[
 
 
 RERUN = sorted(
-    {
-        f"{name}"
-        for name, rows in DISPLAYED.items()
-        for row in rows
-        if isinstance(question_of(row.answer_cell), Measured)
-    }
+    {name for name, rows in DISPLAYED.items() for row in rows if isinstance(question_of(row.answer_cell), Measured)}
 )
 
 
