@@ -71,7 +71,7 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch06_q6_answer": 'faster_step_always_cheaper = "false"',
     },
     "07_feed_the_device.ipynb": {
-        "ch07_q1_answer": 'data_wait_no_workers = table.loc["workers=0", "data_wait_fraction"]',
+        "ch07_q1_answer": 'loader_no_workers = table.loc["workers=0", "loader_samples_per_s"]',
         "ch07_q2_answer": "persistent_cost_ratio = results[1].comparison.time_ratio",
         "ch07_q3_answer": "compiled_time_ratio = compile_cmp.time_ratio",
         "ch07_q4_answer": 'workers_compete_with = "b"',
@@ -294,12 +294,12 @@ DISPLAYED: dict[str, list[Shown]] = {
         # the settings table of section 3 (the profile's comparison above it also has a "workers=0" row)
         Shown(
             "ch07_q1_answer",
-            r"workers=0: data-wait fraction ([\d.]+) \(95% interval",
+            r"workers=0: loader alone ([\d,]+) samples/s \(95% interval",
             "{0}",
             {
-                "a percentage": "100 * {0}",
-                "the milliseconds to the first batch": 'table.loc["workers=0", "first_batch_ms"]',
-                "the share not waiting": "1 - {0}",
+                "the loop's samples/s, not the loader's": 'table.loc["workers=0", "loop_samples_per_s"]',
+                "batches per second": "{0} / LoaderConfig().batch_size",
+                "samples per millisecond": "{0} / 1000",
             },
         ),
         Shown(

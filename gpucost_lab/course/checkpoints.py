@@ -221,7 +221,7 @@ def checkpoint(question_id: str, answer: object) -> None:
         raise KeyError(f"question_id must be one of {sorted({*_keys(), *questions.QUESTIONS})}, got {question_id!r}")
     question, namespace = questions.QUESTIONS[question_id], sys._getframe(1).f_globals
     if isinstance(question, questions.Measured):
-        return _check_measured(question_id, question, answer, namespace)
+        return _check_measured(question, answer, namespace)
     _require_answer(question.label, answer)
     truth = _truth(question, namespace)
     if isinstance(question, questions.Named):
@@ -236,11 +236,12 @@ def checkpoint(question_id: str, answer: object) -> None:
     )
 
 
-def _check_measured(question_id: str, question: questions.Measured, answer: object, namespace: Namespace) -> None:
+def _check_measured(question: questions.Measured, answer: object, namespace: Namespace) -> None:
     """This run's interval is kept first, answered or not, then the answer is checked against it and earlier ones."""
     truth = _truth(question, namespace)
-    earlier = measured_answers.earlier_intervals(question_id)
-    measured_answers.remember(question_id, truth[1], truth[2])
+    key = question.label  # a question whose meaning changes gets a new label, so its old intervals are not read
+    earlier = measured_answers.earlier_intervals(key)
+    measured_answers.remember(key, truth[1], truth[2])
     s, d = question.significant, question.decimals
     check_in_interval(question.label, answer, truth, significant=s, decimals=d, where=question.where, earlier=earlier)
 

@@ -54,17 +54,17 @@ def _recent(entries: object, now: float) -> list[list[float]]:
     return [e for e in kept if 0 <= now - e[2] <= KEEP_S and e[0] <= e[1]][-KEEP_PER_QUESTION:]
 
 
-def earlier_intervals(question_id: str, path: Path | None = None) -> list[tuple[float, float]]:
-    """The ``(low, high)`` intervals printed for ``question_id`` on this machine recently, oldest first."""
-    entries = _read(path or store_path()).get(question_id)
+def earlier_intervals(key: str, path: Path | None = None) -> list[tuple[float, float]]:
+    """The ``(low, high)`` intervals printed for the question labelled ``key`` on this machine recently, oldest first."""
+    entries = _read(path or store_path()).get(key)
     return [(low, high) for low, high, _ in _recent(entries, time.time())]
 
 
-def remember(question_id: str, low: float, high: float, path: Path | None = None) -> None:
-    """Keep this run's interval for ``question_id``; nothing happens where the cache cannot be written."""
+def remember(key: str, low: float, high: float, path: Path | None = None) -> None:
+    """Keep this run's interval for ``key``; nothing happens where the cache cannot be written."""
     target, now = path or store_path(), time.time()
     data = _read(target)
-    data[question_id] = _recent([*_recent(data.get(question_id), now), [low, high, now]], now)
+    data[key] = _recent([*_recent(data.get(key), now), [low, high, now]], now)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(target, json.dumps(data, indent=1, sort_keys=True) + "\n")

@@ -209,10 +209,10 @@ QUESTIONS: dict[str, Question] = {
     ),
     "06.4": Named("06.4 in production", lambda ns: ns["registry"].current(), "the registry line printed in section 4"),
     "07.1": Measured(
-        "07.1 data-wait fraction",
-        lambda ns: _interval(ns["settings"][0].data_wait_fraction),
-        "the data-wait line printed under the table of section 3 (workers=0, with its 95% interval)",
-        decimals=2,
+        "07.1 loader samples/s with no workers",
+        lambda ns: _interval(ns["settings"][0].loader_samples_per_s),
+        "the loader line printed under the table of section 3 (workers=0, with its 95% interval)",
+        significant=3,
     ),
     "07.2": Measured(
         "07.2 persistent workers' cost ratio",
