@@ -48,7 +48,8 @@ END = "<!-- end of results table -->"
 LOAD_FRACTION = 0.5
 
 
-# the figure of each row: benchmarks/figures.py (imported from this folder, run as a script or loaded by path)
+# the figure of each row: benchmarks/figures.py (imported from this folder, run as a script or loaded by path), and
+# chapter 08's serving rows below
 sys.path.insert(0, str(HERE))
 from figures import (  # noqa: E402
     NOT_RUN,
@@ -72,8 +73,10 @@ from figures import (  # noqa: E402
     scale_1m,
     scale_linear,
     scale_memory,
+    span,
     timer_medians,
     timer_overhead,
+    verdict_of,
     widgets,
 )
 from gpu_figures import (  # noqa: E402
@@ -85,6 +88,58 @@ from gpu_figures import (  # noqa: E402
     sync_vs_unsync,
     tf32,
 )
+
+# ----------------------------------------------------------------------------------------------------------------
+# chapter 08's model server: the rows of benchmarks/serve_overhead.py and benchmarks/serve_percentiles.py
+
+
+def serve_overhead(result: dict) -> tuple[str, str]:
+    served, direct = result["served_median_ms"]["geomean"], result["direct_median_ms"]["geomean"]
+    ratio, budget = result["served_over_direct"], result["served_over_direct_plus_target"]
+    figure = (
+        f"{result['overhead_ms_per_request']:.2f} ms a request ({served:.2f} ms served, "
+        f"{result['server_phases']['in_app_median_ms']:.2f} ms of it inside the app, vs {direct:.2f} ms direct: "
+        f"{ratio['value']:.2f}x, 95% interval {ratio['ci95_low']:.2f}-{ratio['ci95_high']:.2f}); served / (direct + "
+        f"{result['target_ms']:g} ms) {budget['value']:.3f}, interval {budget['ci95_low']:.3f}-"
+        f"{budget['ci95_high']:.3f}: {budget['verdict']}; medians of {result['rounds']} interleaved rounds"
+    )
+    return figure, verdict_of(result["verdict"] == "pass")
+
+
+def _ms_span(values: list[float]) -> str:
+    lo, hi = min(values), max(values)
+    return f"{lo:.1f}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}\u2013{hi:.1f}"
+
+
+def serve_agreement(result: dict) -> tuple[str, str]:
+    a = result["agreement"]
+    runs = a["runs"]
+    paused = sum("pause" in r["run"] for r in runs)
+    healthy = " and ".join(r["run"] for r in runs if "pause" not in r["run"])
+    p50, p99 = a["p50_ours_over_loadgen"], a["p99_ours_over_loadgen"]
+    figure = (
+        f"ours / LoadGen's p50 {span([r['p50']['ours_over_loadgen'] for r in runs])}, p99 "
+        f"{span([r['p99']['ours_over_loadgen'] for r in runs])} over {len(runs)} runs ({healthy}; "
+        f"{paused} open-loop runs with the pause; LoadGen's p99 "
+        f"{_ms_span([r['p99']['loadgen_ms'] for r in runs])} ms); {a['within']} of {a['checks']} within; geometric "
+        f"means p50 {p50['geomean']:.4f} ({p50['verdict']}), p99 {p99['geomean']:.4f} ({p99['verdict']})"
+    )
+    return figure, verdict_of(a["verdict"] == "pass")
+
+
+def serve_open_closed(result: dict) -> tuple[str, str]:
+    pair = result["open_vs_closed"]
+    rounds, ratio, over = pair["rounds"], pair["open_over_closed_p99"], pair["open_over_twice_closed"]
+    pauses = sorted({r["closed_pauses_met"] for r in rounds})
+    opened, closed = _ms_span([r["open_p99_ms"] for r in rounds]), _ms_span([r["closed_p99_ms"] for r in rounds])
+    figure = (
+        f"{ratio['geomean']:.0f}x (95% interval {ratio['ci95_low']:.0f}-{ratio['ci95_high']:.0f}): open-loop p99 "
+        f"{opened} ms vs closed-loop {closed} ms over {len(rounds)} rounds, the closed loop meeting "
+        f"{'/'.join(map(str, pauses))} pause(s) a run; "
+        f"open / (2 x closed) interval {over['ci95_low']:.1f}-{over['ci95_high']:.1f}: {over['verdict']}"
+    )
+    return figure, verdict_of(pair["verdict"] == "pass")
+
 
 # ----------------------------------------------------------------------------------------------------------------
 # the benchmarks `make bench` runs, in order
@@ -241,8 +296,8 @@ BENCHES: tuple[Bench, ...] = (
         "benchmarks/course_execution.py",
         (
             Row(
-                "the whole course executed, 7 chapters + 2 lab solutions, each in a fresh kernel (start + execute)",
-                "< 20 s each, < 120 s in all, no error",
+                "the whole course executed, 9 chapters + 2 lab solutions, each in a fresh kernel (start + execute)",
+                "< 20 s each (the serving chapter 08: < 60 s), < 180 s in all, no error",
                 course,
             ),
         ),
@@ -299,6 +354,39 @@ BENCHES: tuple[Bench, ...] = (
             ),
         ),
         about_load=True,
+    ),
+    Bench(
+        "serve_overhead",
+        "benchmarks/serve_overhead.py",
+        (
+            Row(
+                "model server (chapter 08) overhead a request: one user's median latency over HTTP to one instance "
+                "(uvicorn h11 + Starlette on loopback) against the same decode, model and serialization called "
+                "in-process (one torch thread), interleaved rounds",
+                "< 2 ms a request (95% interval)",
+                serve_overhead,
+            ),
+        ),
+        packages=("uvicorn", "starlette"),
+    ),
+    Bench(
+        "serve_percentiles",
+        "benchmarks/serve_percentiles.py",
+        (
+            Row(
+                "our p50 / p99 (from each request's scheduled send) against LoadGen's own in the same Server run: "
+                "40 and 100 QPS, and 100 QPS with the server pausing",
+                "within 10% or one order-statistic step, every run",
+                serve_agreement,
+            ),
+            Row(
+                "open-loop p99 (LoadGen Server, Poisson at 100 QPS) / closed-loop p99 (one user, thinking 10 ms), "
+                "the server pausing 300 ms every 200 requests",
+                ">= 2x (95% interval)",
+                serve_open_closed,
+            ),
+        ),
+        packages=("mlcommons-loadgen", "uvicorn", "starlette"),
     ),
 )
 BY_NAME = {b.name: b for b in BENCHES}

@@ -78,6 +78,16 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch07_q5_answer": 'non_blocking_buys = "a"',
         "ch07_q6_answer": 'workers_change_quality = "false"',
     },
+    "08_profile_the_service.ipynb": {
+        "ch08_q1_answer": 'poisson_p99_ms = arrivals.loc["LoadGen Poisson", "p99_ms"]',
+        "ch08_q2_answer": 'knee_two_instances_qps = predictions.loc[("M/D/c", 2), "knee_qps"]',
+        "ch08_q3_answer": 'fix_p50_ratio = fix.table().loc["p50", "ratio"]',
+        "ch08_q4_answer": "noisy_phase = noisiest_phase(per_phase)",
+        "ch08_q5_answer": 'batching_p50_ratio = batching.table().loc["p50", "ratio"]',
+        "ch08_q6_answer": "smaller_box_name = smaller_box",
+        "ch08_q7_answer": 'low_gpu_share_means = "host"',
+        "ch08_q8_answer": 'profile_valid_forever = "false"',
+    },
 }
 
 
@@ -321,6 +331,48 @@ DISPLAYED: dict[str, list[Shown]] = {
                 "a percentage": "100 * {0}",
                 "the compiled step's time in microseconds": "compile_price.compiled_step_s * 1e6",
                 "the break-even steps": "compile_price.break_even_steps.value",
+            },
+        ),
+    ],
+    "08_profile_the_service.ipynb": [
+        Shown(
+            "ch08_q1_answer",
+            r"Poisson arrivals: p99 (\d+) ms \(95% interval",
+            "{0}",
+            {
+                "the closed loop's p99": 'arrivals.loc["closed loop", "p99_ms"]',
+                "the p50": 'arrivals.loc["LoadGen Poisson", "p50_ms"]',
+                "in seconds": "{0} / 1000",
+            },
+        ),
+        Shown(
+            "ch08_q2_answer",
+            r"M/D/c, 2 instance\(s\) of 10 ms: the p90 passes 50 ms above ([\d.]+) requests/s",
+            "{0}",
+            {
+                "M/M/c's": 'predictions.loc[("M/M/c", 2), "knee_qps"]',
+                "one instance's": 'predictions.loc[("M/D/c", 1), "knee_qps"]',
+                "twice one instance's": '2 * predictions.loc[("M/D/c", 1), "knee_qps"]',
+            },
+        ),
+        Shown(
+            "ch08_q3_answer",
+            r"fixed against stalled, p50 latency ([\d.]+)x \(95% interval",
+            "{0}",
+            {
+                "inverted: stalled over fixed": "1 / {0}",
+                "a percentage": "100 * {0}",
+                "the fixed p50 in ms, not the ratio": 'fix.table().loc["p50", "candidate_ms"]',
+            },
+        ),
+        Shown(
+            "ch08_q5_answer",
+            r"batching against no batching, p50 latency ([\d.]+)x \(95% interval",
+            "{0}",
+            {
+                "inverted: no batching over batching": "1 / {0}",
+                "a percentage": "100 * {0}",
+                "the batched p50 in ms, not the ratio": 'batching.table().loc["p50", "candidate_ms"]',
             },
         ),
     ],

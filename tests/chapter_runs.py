@@ -3,7 +3,7 @@
 Three kinds, each in a fresh kernel and a scratch working directory (a chapter must not depend on its own folder):
 
 - "answered": the reference answers of ``chapter_answers.ANSWERS`` in the answer cells. Chapters whose verdicts
-  rest on timings (``UNDER_LOAD``: 03, 06 and 07) run with two CPU-bound programs busy beside them, the chapter's
+  rest on timings (``UNDER_LOAD``: 03, 06, 07 and 08) run with two CPU-bound programs busy beside them, the chapter's
   under-load checks appended as a last cell. Then, in the same kernel and with the busy programs stopped, every row
   of ``chapter_answers.DISPLAYED`` is probed: the answer as displayed, the answer rounded as asked, and each
   plausible mistake go into a copy of the answer cell, followed by its check cell.
@@ -19,7 +19,10 @@ chapter 03 prints equals the ratio of the costs in its table, no verdict contrad
 gate either reaches the quiet machine's decisions (promote batch128-lr-scaled; bf16-autocast and tiny-model fall
 back) or says "inconclusive" and falls back: it never promotes what a quiet machine refuses; chapter 07's loader
 changes and torch.compile say what a quiet machine says (a new worker per epoch slower, persistent workers and the
-compiled step faster) or "inconclusive", and each price follows its verdict. The answered run
+compiled step faster) or "inconclusive", and each price follows its verdict; chapter 08's serialization fix is
+"faster" or "inconclusive" and batching's p50 "slower" or "inconclusive", the Poisson p99 of the paused server stays
+above twice the closed loop's, every rate's SLO verdict follows its interval, and the noisy phase is still the one the
+pause sits in. The answered run
 carries these checks because it is the one run in which every cell must pass, so a separate run would only repeat
 it; the checks read the chapter's own objects, not its answers.
 """
@@ -83,6 +86,21 @@ for _i, _r in enumerate(results):
     assert _c.verdict in (_quiet.get(_i, _c.verdict), "inconclusive"), (_r.change, _c.verdict)
 assert compile_cmp.verdict in ("faster", "inconclusive"), compile_cmp.reason
 print("under load:", [(_r.change, _r.verdict) for _r in results], "| compile:", compile_cmp.verdict)
+""",
+    "08_profile_the_service.ipynb": """
+for _v in (fix.p50, fix.p99, batching.p50, batching.p99):
+    _r, _low, _high = _v.interval
+    assert 0 <= _low <= _r <= _high, _v.reason
+    assert _v.verdict != "faster" or _high < 1, _v.reason
+    assert _v.verdict != "slower" or _low > 1, _v.reason
+assert fix.p50.verdict in ("faster", "inconclusive"), fix.p50.reason  # the fix never reads as a slowdown
+assert batching.p50.verdict in ("slower", "inconclusive"), batching.p50.reason  # batching waits for company
+assert open_p99 > 2 * closed_p99, (open_p99, closed_p99)  # the closed loop hides the pause, loaded or not
+for _point, _word in sustained.verdicts:
+    assert _word != "meets" or _point.ci95_high_ms < SLO_MS, (_point, _word)
+    assert _word != "misses" or _point.ci95_low_ms > SLO_MS, (_point, _word)
+assert noisiest_phase(per_phase) == "preprocess", per_phase  # the pause sits in preprocess, busy machine or not
+print("under load:", fix.p50.verdict, batching.p50.verdict, f"{open_p99:.0f} vs {closed_p99:.1f} ms", sustained.qps)
 """,
 }
 

@@ -218,7 +218,8 @@ def _sizing(args: argparse.Namespace, run: Any, verdict: str) -> dict[str, Any]:
 
 def serve_bench_command(args: argparse.Namespace) -> tuple[dict, str]:
     """Run the bench and assemble its JSON object and text report."""
-    from gpucost_lab.serve.app import PHASE_FIELDS
+    from gpucost_lab.serve.percentiles import DEFAULT_QUANTILES
+    from gpucost_lab.serve.phase_table import percentiles_json, phase_percentiles
     from gpucost_lab.serve.sizing import slo_verdict
 
     try:
@@ -245,7 +246,7 @@ def serve_bench_command(args: argparse.Namespace) -> tuple[dict, str]:
         "errors": run.errors,
         "duration_s": args.duration_s,
         "latency_ms": latency,
-        "phases_ms": {field.removesuffix("_ms"): _percentiles(phases[field]) for field in PHASE_FIELDS},
+        "phases_ms": percentiles_json(phase_percentiles(phases, DEFAULT_QUANTILES), DEFAULT_QUANTILES),
         "slo_ms": args.slo_ms,
         "slo_verdict": verdict,
         "instances": args.instances,

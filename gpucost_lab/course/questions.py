@@ -90,6 +90,23 @@ def _course_device(ns: Namespace) -> str:
     return str(resolve_device("auto"))
 
 
+def _p99_interval(ns: Namespace) -> tuple[float, float, float]:
+    p99 = ns["poisson"].percentiles()["p99"]
+    return p99.value, p99.ci95_low, p99.ci95_high
+
+
+def _knee_two_instances(ns: Namespace) -> float:
+    from gpucost_lab.serve.queueing import knee
+
+    return knee(10.0, 2, 0.9, slo_ms=ns["SLO_MS"], model="M/D/c").rate_per_s
+
+
+def _noisiest_phase(ns: Namespace) -> str:
+    from gpucost_lab.serve.phase_table import noisiest_phase
+
+    return noisiest_phase(ns["per_phase"])
+
+
 QUESTIONS: dict[str, Question] = {
     "00.1": Named("00.1 course device", _course_device, "the `device` row of the set-up table"),
     "01.2": Exact(
@@ -226,4 +243,30 @@ QUESTIONS: dict[str, Question] = {
         "the line 'step time ...x (95% interval ...)' printed in section 5",
         decimals=2,
     ),
+    "08.1": Measured(
+        "08.1 Poisson p99 with the pause",
+        _p99_interval,
+        "the line 'Poisson arrivals: p99 ...' printed in section 2 (with its 95% interval)",
+        significant=2,
+    ),
+    "08.2": Exact(
+        "08.2 M/D/c knee for two instances",
+        _knee_two_instances,
+        "the prediction lines printed at the start of section 3 (M/D/c, 2 instances)",
+        significant=3,
+    ),
+    "08.3": Measured(
+        "08.3 the serialization fix's p50 ratio",
+        lambda ns: _interval(ns["fix"].p50.interval),
+        "the `p50` row of section 4's table (`ratio`, `ci95_low`, `ci95_high`)",
+        decimals=2,
+    ),
+    "08.4": Named("08.4 the noisy phase", _noisiest_phase, "the table of section 5 (a phase's p99 against its p50)"),
+    "08.5": Measured(
+        "08.5 batching's p50 ratio",
+        lambda ns: _interval(ns["batching"].p50.interval),
+        "the `p50` row of section 6's table (`ratio`, `ci95_low`, `ci95_high`)",
+        decimals=2,
+    ),
+    "08.6": Named("08.6 the smaller box", lambda ns: ns["fit"].smallest.name, "the memory line printed in section 7"),
 }

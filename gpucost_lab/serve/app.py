@@ -222,7 +222,7 @@ async def _read_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-def _decode(body: bytes) -> object:
+def decode_body(body: bytes) -> object:
     """The body's ``inputs``: a JSON object holding it, else 400."""
     try:
         payload = json.loads(body)
@@ -233,7 +233,7 @@ def _decode(body: bytes) -> object:
     return payload["inputs"]
 
 
-def _preprocess(inputs: object, width: int) -> torch.Tensor:
+def preprocess_inputs(inputs: object, width: int) -> torch.Tensor:
     """``inputs`` as a float32 tensor of 1 to MAX_ROWS_PER_REQUEST rows of ``width`` finite values, else 400."""
     allowed = f"1 to {MAX_ROWS_PER_REQUEST} rows of {width} numbers within +-{MAX_ABS_INPUT:g}"
     if not isinstance(inputs, list) or not 1 <= len(inputs) <= MAX_ROWS_PER_REQUEST:
@@ -290,9 +290,9 @@ def _routes(worker: _Worker) -> list[Route]:
         try:
             if not worker.ready:
                 raise _BadRequest(503, "model not ready: cold start in progress")
-            inputs = _decode(await _read_body(request))
+            inputs = decode_body(await _read_body(request))
             decoded = time.perf_counter()
-            tensor = _preprocess(inputs, config.input_width)
+            tensor = preprocess_inputs(inputs, config.input_width)
         except _BadRequest as err:
             return _error(err)
         worker.served += 1

@@ -169,7 +169,7 @@ def infer(url: str, rows: Sequence[Sequence[float]], timeout_s: float = DEFAULT_
 class ConnectionPool:
     """Keep-alive connections to several servers for many threads: each thread gets its own :class:`InferClient`
     per URL on first use, and :meth:`post` sends each request to the next URL in turn (round robin across all
-    threads). :meth:`close` closes every connection any thread opened."""
+    threads; :meth:`post_to` to the URL a caller names). :meth:`close` closes every connection any thread opened."""
 
     def __init__(self, urls: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         if isinstance(urls, str) or not isinstance(urls, Sequence) or not urls:
@@ -183,11 +183,15 @@ class ConnectionPool:
         self._clients: list[InferClient] = []
         self._next = 0
 
-    def next_url(self) -> str:
+    def next_index(self) -> int:
+        """The index in :attr:`urls` of the next URL in turn (round robin across all threads)."""
         with self._lock:
-            url = self.urls[self._next % len(self.urls)]
+            index = self._next % len(self.urls)
             self._next += 1
-        return url
+        return index
+
+    def next_url(self) -> str:
+        return self.urls[self.next_index()]
 
     def client(self, url: str) -> InferClient:
         """This thread's client for ``url``."""
@@ -202,6 +206,12 @@ class ConnectionPool:
 
     def post(self, body: bytes) -> InferResponse:
         return self.client(self.next_url()).post(body)
+
+    def post_to(self, index: int, body: bytes) -> InferResponse:
+        """``body`` sent to ``urls[index]`` (a caller that routes requests itself), on this thread's connection."""
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.urls):
+            raise InputError("index", f"index must be an integer in [0, {len(self.urls) - 1}], got {index!r}")
+        return self.client(self.urls[index]).post(body)
 
     def close(self) -> None:
         with self._lock:

@@ -6,7 +6,9 @@ an instance is given one core, as a container with a CPU request of 1 would be),
 ready, and yields a :class:`Service`. On leaving the block, whatever ends it (an exception, KeyboardInterrupt), every
 process gets SIGTERM (uvicorn stops gracefully), then SIGKILL after :data:`STOP_GRACE_S`; an ``atexit`` guard stops
 any left at interpreter exit, and each worker watches its parent and stops itself once the parent is gone (killed
-outright, no ``finally`` ran), so no server outlives the program that started it.
+outright, no ``finally`` ran), so no server outlives the program that started it. ``with serve_many([a, b, c]) as
+(sa, sb, sc):`` does the same for several configurations at once: every worker of every one is started before any is
+waited for, so their imports overlap, and all are stopped together.
 
 Ports are taken by binding them here (port 0: a free one the kernel picks) and handing the bound socket to the worker
 (uvicorn serves it), so no other program can take a port between its choice and its use. A failure to start raises
@@ -133,9 +135,10 @@ class _Instance:
     log_path: Path
     process: subprocess.Popen[bytes] | None = None
     ready: bool = False
+    label: str = ""  # what names the instance's configuration in a message ("configs[1] "), "" for one alone
 
     def where(self) -> str:
-        return f"instance {self.index} on port {self.port}"
+        return f"{self.label}instance {self.index} on port {self.port}"
 
     def log_tail(self) -> str:
         """The last lines of the worker's log, joined in one line ("" when it wrote none)."""
@@ -170,7 +173,7 @@ def _check(config: object, instances: object, start_timeout_s: object, ports: ob
     return count, timeout_s, chosen
 
 
-def _bind(index: int, port: int) -> socket.socket:
+def _bind(index: int, port: int, label: str = "") -> socket.socket:
     """A TCP socket bound to HOST:``port`` (0: a free port), not yet listening; ServeError when the port is taken."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -179,7 +182,7 @@ def _bind(index: int, port: int) -> socket.socket:
     except OSError as err:
         sock.close()
         reason = "port in use" if err.errno == errno.EADDRINUSE else f"cannot bind it ({err.strerror or err})"
-        raise ServeError(f"instance {index} on port {port}: {reason}", index, port) from None
+        raise ServeError(f"{label}instance {index} on port {port}: {reason}", index, port) from None
     return sock
 
 
@@ -275,6 +278,48 @@ def _register_guard() -> None:
             _guard_registered = True
 
 
+@dataclass(frozen=True)
+class _Group:
+    """The instances of one configuration: its knobs, its ports (0: a free one) and the prefix that names them."""
+
+    config: ServeConfig
+    ports: list[int]
+    label: str = ""
+
+
+@contextlib.contextmanager
+def _serving(groups: Sequence[_Group], timeout_s: float) -> Iterator[tuple[Service, ...]]:
+    """Every group's workers started (every port bound before any worker starts, every worker spawned before any is
+    waited for, so their imports overlap), all ready, one :class:`Service` per group; all stopped on leaving."""
+    _register_guard()
+    started: list[list[_Instance]] = [[] for _ in groups]
+    with tempfile.TemporaryDirectory(prefix="gpucost-lab-serve-") as logs, contextlib.ExitStack() as files:
+        try:
+            with contextlib.ExitStack() as bound:  # every port taken before any worker starts; the workers hold copies
+                sockets = [
+                    [bound.enter_context(_bind(index, port, group.label)) for index, port in enumerate(group.ports)]
+                    for group in groups
+                ]
+                for number, (group, group_sockets) in enumerate(zip(groups, sockets)):
+                    for index, sock in enumerate(group_sockets):
+                        log_path = Path(logs) / f"service-{number}-instance-{index}.log"
+                        instance = _Instance(index, sock.getsockname()[1], log_path, label=group.label)
+                        started[number].append(instance)
+                        _spawn(instance, sock, group.config, files.enter_context(open(instance.log_path, "wb")))
+            _wait_ready([instance for group_started in started for instance in group_started], timeout_s)
+            yield tuple(
+                Service(
+                    urls=tuple(f"http://{HOST}:{i.port}" for i in group_started),
+                    ports=tuple(i.port for i in group_started),
+                    pids=tuple(i.process.pid for i in group_started if i.process is not None),
+                    config=group.config,
+                )
+                for group, group_started in zip(groups, started)
+            )
+        finally:
+            _stop([i.process for group_started in started for i in group_started if i.process is not None])
+
+
 @contextlib.contextmanager
 def serve_instances(
     config: ServeConfig,
@@ -289,26 +334,49 @@ def serve_instances(
     Raises InputError for a bad argument and :class:`ServeError` when a port is taken, a worker exits before it is
     ready, or one is not ready within ``start_timeout_s`` seconds (the cold start counts).
     """
-    count, timeout_s, chosen = _check(config, instances, start_timeout_s, ports)
-    _register_guard()
-    started: list[_Instance] = []
-    with tempfile.TemporaryDirectory(prefix="gpucost-lab-serve-") as logs, contextlib.ExitStack() as files:
-        try:
-            with contextlib.ExitStack() as bound:  # every port taken before any worker starts; the workers hold copies
-                sockets = [bound.enter_context(_bind(index, port)) for index, port in enumerate(chosen)]
-                for index, sock in enumerate(sockets):
-                    instance = _Instance(index, sock.getsockname()[1], Path(logs) / f"instance-{index}.log")
-                    started.append(instance)
-                    _spawn(instance, sock, config, files.enter_context(open(instance.log_path, "wb")))
-            _wait_ready(started, timeout_s)
-            yield Service(
-                urls=tuple(f"http://{HOST}:{i.port}" for i in started),
-                ports=tuple(i.port for i in started),
-                pids=tuple(i.process.pid for i in started if i.process is not None),
-                config=config,
-            )
-        finally:
-            _stop([i.process for i in started if i.process is not None])
+    _, timeout_s, chosen = _check(config, instances, start_timeout_s, ports)
+    with _serving([_Group(config, chosen)], timeout_s) as (service,):
+        yield service
+
+
+@contextlib.contextmanager
+def serve_many(
+    configs: Sequence[ServeConfig],
+    instances: int = 1,
+    start_timeout_s: float = START_TIMEOUT_S,
+) -> Iterator[tuple[Service, ...]]:
+    """Serve several configurations at once, ``instances`` worker processes each, for the ``with`` block: one
+    :class:`Service` per configuration, in the order given. Every worker of every configuration is started before
+    any is waited for, so their imports and model builds overlap (a chapter comparing three or four servers waits
+    for about the slowest, not the sum); every one is stopped when the block ends, however it ends, as with
+    :func:`serve_instances`. At most :data:`MAX_INSTANCES` processes in all.
+
+    A ServeError names the configuration and the instance (``configs[1] instance 0 on port N ...``). Raises
+    InputError for a bad argument (no configurations, one that is not a ServeConfig, too many processes).
+    """
+    if isinstance(configs, (str, bytes)) or not isinstance(configs, Sequence) or not configs:
+        raise InputError("configs", f"configs must be a non-empty list of ServeConfig, got {configs!r}")
+    for i, config in enumerate(configs):
+        if not isinstance(config, ServeConfig):
+            raise InputError(f"configs[{i}]", f"configs[{i}] must be a ServeConfig, got {type(config).__name__}")
+    if len(configs) > MAX_INSTANCES:
+        raise InputError(
+            "configs",
+            f"configs must hold at most {MAX_INSTANCES} configurations (a process each), got {len(configs)}",
+        )
+    most = MAX_INSTANCES // len(configs)  # the processes' memory bound (MAX_INSTANCES) over all configurations
+    try:
+        count = integer_at_least("instances", instances, 1, most)
+    except InputError:
+        raise InputError(
+            "instances",
+            f"instances must be an integer in [1, {most}] with {len(configs)} configurations (at most "
+            f"{MAX_INSTANCES} worker processes in all), got {instances!r}",
+        ) from None
+    _, timeout_s, _ = _check(configs[0], count, start_timeout_s, None)
+    groups = [_Group(config, [0] * count, f"configs[{i}] ") for i, config in enumerate(configs)]
+    with _serving(groups, timeout_s) as services:
+        yield services
 
 
 def _watch_parent(parent_pid: int) -> None:

@@ -6,7 +6,10 @@ query; the callback hands every sample to a thread pool and returns at once, so 
 for a server. A pool thread sends the request (``client.ConnectionPool``: a keep-alive connection per thread and
 server, the servers taken in turn) and calls ``QuerySamplesComplete`` when the answer has been read, also when the
 request failed (a failure is counted, and its latency left out of ours). The query sample library is a few seeded
-input rows, encoded once before the run.
+input rows, encoded once before the run. A ``route`` (a function from a request's order, 0 for the first query
+issued, to the index of a URL) replaces the round robin: an interleaved comparison of two services sends each request
+to the side its block order names (``compare.compare_services``); either way ``LoadGenRun.served_by`` says which URL
+answered each request.
 
 **How LoadGen counts latency** (MLCommons inference, ``loadgen/loadgen.cc``, ``ResponseDelegateDetailed::
 SampleComplete``; the scheduled times in ``loadgen/issue_query_controller.cc``, ``QueryScheduler``): from the query's
@@ -41,7 +44,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,8 +110,9 @@ class LoadGenRun:
     ``qps_offered``: the Server target (Offline: the expected rate LoadGen sized its one query by; SingleStream: as
     achieved, one query at a time). ``qps_achieved``: LoadGen's completed samples per second (Server), samples per
     second (Offline), queries per second with its overhead (SingleStream). ``scheduled_s``: each request's scheduled
-    send time from the first one's. ``loadgen_latency_ms``: LoadGen's min, max, mean and p50, p90, p95, p97, p99,
-    p99.9. ``result_valid``, ``early_stopping_met`` and ``early_stopping_text`` are LoadGen's verdicts and its
+    send time from the first one's. ``served_by``: the index in the run's URLs of the server that answered each
+    request, aligned with ``latencies_ms``. ``loadgen_latency_ms``: LoadGen's min, max, mean and p50, p90, p95, p97,
+    p99, p99.9. ``result_valid``, ``early_stopping_met`` and ``early_stopping_text`` are LoadGen's verdicts and its
     sentence; ``loadgen_more_queries_needed`` the queries it says early stopping still needs.
     """
 
@@ -134,6 +138,7 @@ class LoadGenRun:
     loadgen_early_stopping_estimate_ms: float | None
     loadgen_messages: tuple[str, ...] = field(default=())  # LoadGen's errors and warnings from its detail log
     loadgen_settings: dict[str, Any] = field(default_factory=dict)  # the TestSettings of the run (course_settings)
+    served_by: tuple[int, ...] = field(default=())  # the URL index that answered each request, as latencies_ms
 
     @property
     def requests(self) -> int:
@@ -198,15 +203,24 @@ class _Record:
     entry_ns: int
     done_ns: int = 0
     error: str | None = None
+    served_by: int = -1  # the index of the URL sent to (-1: none, the route failed)
 
 
 class _SystemUnderTest:
     """The issue callback, the pool that sends each sample and the records of every request."""
 
-    def __init__(self, lg: Any, pool: ConnectionPool, bodies: Sequence[bytes], threads: int) -> None:
+    def __init__(
+        self,
+        lg: Any,
+        pool: ConnectionPool,
+        bodies: Sequence[bytes],
+        threads: int,
+        route: Callable[[int], int] | None = None,
+    ) -> None:
         self._lg = lg
         self._pool = pool
         self._bodies = bodies
+        self._route = route
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="loadgen-client")
         self.records: list[_Record] = []  # appended by LoadGen's issuing thread only, in issue order
 
@@ -222,7 +236,8 @@ class _SystemUnderTest:
 
     def _send(self, record: _Record, sample_id: int, sample_index: int) -> None:
         try:
-            self._pool.post(self._bodies[sample_index % len(self._bodies)])
+            record.served_by = self._pool.next_index() if self._route is None else self._routed(record.order)
+            self._pool.post_to(record.served_by, self._bodies[sample_index % len(self._bodies)])
         except InferError as err:
             record.error = str(err)
         except Exception as err:  # noqa: BLE001 - LoadGen waits for every sample: it must complete whatever happened
@@ -231,12 +246,22 @@ class _SystemUnderTest:
             record.done_ns = time.perf_counter_ns()
             self._lg.QuerySamplesComplete([self._lg.QuerySampleResponse(sample_id, 0, 0)])
 
+    def _routed(self, order: int) -> int:
+        """The URL index the route gives the ``order``-th request; InputError (the request fails) for anything but
+        an index of the run's URLs."""
+        assert self._route is not None
+        index = self._route(order)
+        last = len(self._pool.urls) - 1
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index <= last:
+            raise InputError("route", f"route({order}) must be an index in [0, {last}] of the urls, got {index!r}")
+        return int(index)
+
     def close(self) -> None:
         self._executor.shutdown(wait=True)  # every pool thread joined
         self._pool.close()
 
 
-def _check_run(
+def check_run(
     scenario: str,
     qps: float,
     slo_ms: float,
@@ -246,6 +271,7 @@ def _check_run(
     threads: int,
     seed: int,
 ) -> tuple[str, float, float, float, float, int, int, int]:
+    """:func:`run_loadgen`'s settings checked (InputError naming the first bad one), as floats and ints."""
     scenario = one_of("scenario", scenario, SCENARIOS)
     qps = positive("qps", qps)
     if qps > MAX_QPS:
@@ -343,8 +369,10 @@ def run_loadgen(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     log_dir: str | Path | None = None,
     trace: bool = False,
+    route: Callable[[int], int] | None = None,
 ) -> LoadGenRun:
-    """Run LoadGen's ``scenario`` ("server", "single-stream" or "offline") against ``urls`` (round robin) for about
+    """Run LoadGen's ``scenario`` ("server", "single-stream" or "offline") against ``urls`` (round robin, or to the
+    index ``route(order)`` gives the ``order``-th request issued, 0-based: module docstring) for about
     ``duration_s`` seconds and at least ``min_queries`` queries; see the module docstring for what is counted.
 
     ``qps`` is the Server target rate (Poisson arrivals) and the Offline expected rate (its one query holds
@@ -357,9 +385,11 @@ def run_loadgen(
     Raises InputError for a bad argument and :class:`LoadGenError` when LoadGen is missing or no request was
     answered; requests that failed otherwise are counted in ``errors``.
     """
-    scenario, qps, slo_ms, percentile, duration_s, min_queries, threads, seed = _check_run(
+    scenario, qps, slo_ms, percentile, duration_s, min_queries, threads, seed = check_run(
         scenario, qps, slo_ms, percentile, duration_s, min_queries, threads, seed
     )
+    if route is not None and not callable(route):
+        raise InputError("route", f"route must be a function from a request's order to a URL index, got {route!r}")
     pool = ConnectionPool(urls, timeout_s)
     bodies = seeded_bodies(samples, input_width, seed)
     lg = _loadgen()
@@ -368,7 +398,7 @@ def run_loadgen(
     with contextlib.ExitStack() as stack:
         folder = Path(log_dir) if log_dir is not None else Path(stack.enter_context(tempfile.TemporaryDirectory()))
         folder.mkdir(parents=True, exist_ok=True)
-        sut = _SystemUnderTest(lg, pool, bodies, threads)
+        sut = _SystemUnderTest(lg, pool, bodies, threads, route)
         stack.callback(sut.close)
         with _RUN_LOCK:
             _start(lg, sut, settings, _log_settings(lg, folder, trace), len(bodies), folder)
@@ -454,6 +484,7 @@ def _result(
         loadgen_early_stopping_estimate_ms=_early_estimate_ms(summary.get("early_stopping_text", ""), percentile),
         loadgen_messages=tuple(detail.get("messages", ())),
         loadgen_settings=dict(values),
+        served_by=tuple(r.served_by for r in records if r.error is None),
     )
 
 

@@ -58,6 +58,7 @@ FIGURES = {  # chapter -> the figures it draws
     "04_memory_budget.ipynb": 2,
     "05_profile_to_decision.ipynb": 1,
     "07_feed_the_device.ipynb": 1,
+    "08_profile_the_service.ipynb": 1,
 }
 SCIENTIFIC = re.compile(r"(?<![\w.])\d+(?:\.\d+)?e[+-]?\d+\b")
 DIMENSIONLESS = re.compile(r"\bdifference\b")  # a relative difference between two results: no unit to read it in

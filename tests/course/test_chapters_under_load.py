@@ -1,4 +1,4 @@
-"""Chapters 03 and 06 executed with two CPU-bound programs busy beside them (a learner's laptop, a CI runner).
+"""Chapters 03, 06, 07 and 08 executed with two CPU-bound programs busy beside them (a learner's laptop, a CI runner).
 
 The busy programs take both cores of a 2-core machine, so every timing in the chapters is disturbed. What
 must still hold: no interval goes negative or excludes its own centre, the relative cost the chapter prints

@@ -17,7 +17,7 @@ from gpucost_lab._validate import InputError
 from gpucost_lab.serve import instances as instances_module
 from gpucost_lab.serve.app import PHASE_FIELDS
 from gpucost_lab.serve.config import ServeConfig
-from gpucost_lab.serve.instances import ServeError, serve_instances
+from gpucost_lab.serve.instances import MAX_INSTANCES, ServeError, serve_instances, serve_many
 
 from .helpers_s import alive, child_pids
 
@@ -180,3 +180,88 @@ def test_bad_arguments_name_their_field(kwargs, field):
         with serve_instances(**kwargs):
             pass
     assert caught.value.field == field
+
+
+def _health(port):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("GET", "/health")
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    finally:
+        connection.close()
+
+
+@pytest.mark.slow
+def test_serve_many_starts_each_config_and_stops_them_all(monkeypatch):
+    waited = []
+    real_wait = instances_module._wait_ready
+
+    def recording_wait(started, timeout_s):  # every worker of every config spawned before the first wait
+        waited.append([(i.label, i.process is not None and i.process.poll() is None) for i in started])
+        real_wait(started, timeout_s)
+
+    monkeypatch.setattr(instances_module, "_wait_ready", recording_wait)
+    wide = ServeConfig(input_width=8, hidden_width=16, layers=2, output_width=3)
+    with serve_many([SMALL, wide], instances=2) as services:
+        assert [s.config for s in services] == [SMALL, wide]
+        assert all(len(s.urls) == len(s.pids) == 2 for s in services)
+        pids = [pid for s in services for pid in s.pids]
+        assert len(set(pids)) == 4 and set(pids) <= child_pids()
+        for service in services:
+            for port in service.ports:
+                assert _health(port) == (200, {"ready": True})
+        widths = [len(_infer(s.ports[1], [[0.5] * 8])[1]["outputs"][0]) for s in services]
+    assert waited == [[("configs[0] ", True)] * 2 + [("configs[1] ", True)] * 2]  # one wait, for all four
+    assert widths == [6, 3]  # each service serves its own model
+    assert not any(alive(pid) for pid in pids)
+
+
+@pytest.mark.slow
+def test_serve_many_stops_every_process_when_the_block_raises():
+    pids = []
+    with pytest.raises(RuntimeError, match="the block failed"):
+        with serve_many([SMALL, SMALL]) as services:
+            pids = [pid for s in services for pid in s.pids]
+            raise RuntimeError("the block failed")
+    assert len(pids) == 2 and not any(alive(pid) for pid in pids)
+
+
+@pytest.mark.slow
+def test_serve_many_names_the_config_that_did_not_start_and_leaves_nothing():
+    before = child_pids()
+    with pytest.raises(ServeError) as caught:
+        with serve_many([ServeConfig(cold_start_ms=30_000), SMALL], start_timeout_s=3):
+            pass
+    message = str(caught.value)
+    assert "\n" not in message and message.startswith("configs[0] instance 0 on port ")
+    assert "did not answer /health ready within 3 s" in message
+    assert child_pids() <= before  # the other config's worker stopped too
+
+
+@pytest.mark.parametrize(
+    ("configs", "instances", "field"),
+    [
+        ([], 1, "configs"),
+        (SMALL, 1, "configs"),
+        ("none", 1, "configs"),
+        ([SMALL, {"max_batch": 1}], 1, "configs[1]"),
+        ([SMALL] * (MAX_INSTANCES + 1), 1, "configs"),
+        ([SMALL, SMALL, SMALL], MAX_INSTANCES // 3 + 1, "instances"),
+        ([SMALL], 0, "instances"),
+    ],
+)
+def test_serve_many_bad_arguments_name_their_field(configs, instances, field):
+    before = child_pids()
+    with pytest.raises(InputError) as caught:
+        with serve_many(configs, instances=instances):
+            pass
+    assert caught.value.field == field
+    assert child_pids() <= before
+
+
+def test_serve_many_bad_start_timeout_names_it():
+    with pytest.raises(InputError) as caught:
+        with serve_many([SMALL], start_timeout_s=0):
+            pass
+    assert caught.value.field == "start_timeout_s"

@@ -210,3 +210,43 @@ def test_our_p99_matches_loadgens_against_the_model_server():
             import os
 
             os.kill(pid, 0)
+
+
+@pytest.mark.slow
+def test_round_robin_says_which_server_answered_each_request():
+    with stand_in_server() as first, stand_in_server() as second:
+        run = run_loadgen([first.url, second.url], "server", qps=150, duration_s=0.5, min_queries=20)
+        counts = (first.requests, second.requests)
+    assert len(run.served_by) == run.requests and set(run.served_by) <= {0, 1}
+    assert (run.served_by.count(0), run.served_by.count(1)) == counts  # each server's own count
+    assert abs(counts[0] - counts[1]) <= 1  # taken in turn
+
+
+@pytest.mark.slow
+def test_a_route_sends_each_request_where_it_says():
+    def route(order):
+        return 1 if order % 3 == 0 else 0  # every third request, from the first, to the second server
+
+    with stand_in_server() as first, stand_in_server() as second:
+        run = run_loadgen([first.url, second.url], "server", qps=150, duration_s=0.5, min_queries=20, route=route)
+        counts = (first.requests, second.requests)
+    assert run.errors == 0
+    assert run.served_by == tuple(route(order) for order in range(run.requests))  # in issue order
+    assert counts == (run.served_by.count(0), run.served_by.count(1))
+    assert counts[1] == -(-run.requests // 3)  # orders 0, 3, 6, ...: ceil(n / 3) of n
+
+
+@pytest.mark.slow
+def test_a_route_outside_the_urls_fails_every_request_in_one_line():
+    with stand_in_server() as server:
+        with pytest.raises(LoadGenError) as err:
+            run_loadgen([server.url], "server", qps=100, duration_s=0.2, min_queries=5, route=lambda order: 1)
+        assert server.requests == 0
+    message = str(err.value)
+    assert "\n" not in message and "route(0) must be an index in [0, 0] of the urls, got 1" in message
+
+
+def test_a_route_that_is_no_function_is_refused():
+    with pytest.raises(InputError) as err:
+        run_loadgen(["http://127.0.0.1:1"], route=[0, 1])
+    assert err.value.field == "route"
