@@ -55,7 +55,7 @@ def _recent(entries: object, now: float) -> list[list[float]]:
 
 
 def earlier_intervals(key: str, path: Path | None = None) -> list[tuple[float, float]]:
-    """The ``(low, high)`` intervals printed for the question labelled ``key`` on this machine recently, oldest first."""
+    """The ``(low, high)`` intervals this machine printed recently for the question labelled ``key``, oldest first."""
     entries = _read(path or store_path()).get(key)
     return [(low, high) for low, high, _ in _recent(entries, time.time())]
 
