@@ -87,8 +87,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         except ValueError as err:  # a result that is not a finite number: the package's error, not the input's
             print(internal_error(command.name, err), file=sys.stderr)
             return EXIT_INTERNAL
-    print(printed)
-    return command.exit_status(out)
+    return _printed(printed, command.exit_status(out))
+
+
+def _printed(text: str, status: int) -> int:
+    """Print the result; a reader that stopped early (``| head``) ends the command quietly, as ``cat`` does: the
+    rest is dropped (stdout pointed at /dev/null so that the interpreter's final flush raises nothing)."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return status
 
 
 if __name__ == "__main__":

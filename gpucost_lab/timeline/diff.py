@@ -356,7 +356,7 @@ def diff(before, after, *, top: int = 5, margin: float = EQUIVALENCE_MARGIN) -> 
         )
         for metric in ("step_time", "busy", "idle")
     ]
-    kind = "kernel" if device == "cuda" else "cpu_op"
+    kind = "kernel" if device != "cpu" else "cpu_op"
     for key in ("phase", kind):
         per = {w: [f[1][key] for f in figures[w]] for w in ("before", "after")}
         names = set().union(*(t.columns for tables in per.values() for t in tables))

@@ -12,13 +12,15 @@ segment cut the cheap way is no longer than those limits, so it needs no measuri
 (:data:`~gpucost_lab.timeline.limits.MAX_DEPTH`) before anything is decoded. The few bytes outside the events (the
 document's other keys) go through ijson's parser, which checks that they are well-formed and names the key before
 each top-level array (their strings and numbers measured first): ``traceEvents`` may come anywhere in the document,
-or the document may be a bare array of events (Chrome's "JSON array" format).
+or the document may be a bare array of events (Chrome's "JSON array" format). On the way, :class:`Outline` keeps the
+values of the few top-level keys that describe the job (:data:`OUTLINE_KEYS`: the devices, the rank).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import ijson
 import numpy as np
@@ -47,6 +49,34 @@ FAST_SEGMENT = min(MAX_STRING_BYTES, MAX_WHITESPACE_BYTES)
 
 class MalformedTrace(ValueError):
     """The JSON ends early or is not well-formed (load_trace words it with the file's name)."""
+
+
+OUTLINE_KEYS = ("deviceProperties", "distributedInfo")  # Kineto's top-level keys: the devices, the rank and world
+
+
+class Outline(list):
+    """The sink of ijson's parse of the document less its events (a list of its ``(event, value)`` pairs, of which
+    :func:`segments` keeps the last) that also builds the value of each top-level key in :data:`OUTLINE_KEYS` into
+    ``values``. Those bytes are few: :func:`segments` measures every string and number outside the events."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.values: dict[str, Any] = {}
+        self._depth, self._key, self._builder = 0, None, None
+
+    def send(self, item: tuple[str, Any]) -> None:
+        self.append(item)
+        event, value = item
+        opens, closes = event in ("start_map", "start_array"), event in ("end_map", "end_array")
+        if self._builder is None and self._depth == 1 and self._key in OUTLINE_KEYS and event != "map_key":
+            self._builder = ijson.ObjectBuilder()
+        if self._builder is not None:
+            self._builder.event(event, value)
+        self._depth += opens - closes
+        if event == "map_key" and self._depth == 1:
+            self._key = value
+        elif self._builder is not None and self._depth == 1:
+            self.values[str(self._key)], self._builder, self._key = self._builder.value, None, None
 
 
 _SPACE = re.compile(rb"[ \t\n\r]*")
@@ -114,10 +144,11 @@ class _Outside:
         self.token = check_runs(token, self.token, MAX_STRING_BYTES, path, "a number or literal")
 
 
-def segments(raw, path, max_depth: int = MAX_DEPTH) -> Iterator[bytes]:
+def segments(raw, path, max_depth: int = MAX_DEPTH, outline: Outline | None = None) -> Iterator[bytes]:
     """Yield the elements of the top-level ``traceEvents`` array(s), or of the document when it is an array, as
-    JSON arrays of whole elements (``b"[...]"``), each depth-checked first; ijson checks the rest of the document."""
-    parsed = ijson.sendable_list()
+    JSON arrays of whole elements (``b"[...]"``), each depth-checked first; ijson checks the rest of the document
+    (into ``outline`` when given: the values of :data:`OUTLINE_KEYS` are there once the generator ends)."""
+    parsed = Outline() if outline is None else outline
     # the document less the events: ijson checks it is well-formed and names the keys
     rest = IJSON_BACKEND.basic_parse_coro(parsed, use_float=True)
     buf, size, first, outside = b"", BLOCK, True, _Outside()

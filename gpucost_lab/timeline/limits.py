@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -45,7 +46,8 @@ MAX_EVENT_BYTES = 8 * 2**20
 
 SKIP_RULES = (
     "ts and dur must be finite numbers >= 0 (a complete 'X' event needs dur), ts + dur finite; "
-    "args stream, correlation, bytes, Bytes, Total Allocated and Device Type integers"
+    'args stream (or a string of its digits, as ROCm writes "0x0"), correlation, bytes, Bytes, Total Allocated '
+    "and Device Type integers"
 )
 
 _NOT_SYNTAX = bytes(b for b in range(256) if b not in b'"[]{}')  # all but what strings and nesting are made of
@@ -247,12 +249,26 @@ class _Skip(Exception):
     """An unusable integer arg; the message is the reason the event is counted under."""
 
 
+_INTEGER_TEXT = re.compile(r"0[xX][0-9a-fA-F]{1,16}|-?[0-9]{1,19}")
+
+
+def stream_from_text(value: str) -> int | None:
+    """A stream written as a string (ROCm's runtime calls record ``"stream": "0x0"``): its integer, hexadecimal
+    after ``0x``, when it fits int64; None for any other string."""
+    if not _INTEGER_TEXT.fullmatch(value):
+        return None
+    number = int(value, 16 if value[1:2] in ("x", "X") else 10)
+    return number if -_INT64 < number < _INT64 else None
+
+
 def _integer(args: dict, key: str) -> int | None:
     value = args.get(key)
     if value is None or (value.__class__ is int and -_INT64 < value < _INT64):
         return value
     if value.__class__ is float and value.is_integer() and -_INT64 < value < _INT64:
         return int(value)
+    if key == "stream" and isinstance(value, str) and (number := stream_from_text(value)) is not None:
+        return number
     raise _Skip(f"args.{key} not an integer")
 
 

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from gpucost_lab._validate import InputError, integer_at_least
+from gpucost_lab.timeline.devices import describe
 from gpucost_lab.timeline.framing import MalformedTrace
 from gpucost_lab.timeline.limits import MAX_EVENTS, MAX_TRACE_BYTES, TraceRefused, no_usable_events, too_large_trace
 from gpucost_lab.timeline.reader import INTS, KINDS, MISSING, read_events
@@ -48,16 +49,27 @@ _MALFORMED = (ijson.JSONError, MalformedTrace, EOFError, gzip.BadGzipFile, zlib.
 
 @dataclass(frozen=True, eq=False)
 class Trace:
-    """A loaded trace: ``events`` has :data:`EVENT_COLUMNS`, sorted by ``ts_us``; ``device`` is "cuda" or "cpu";
-    ``skipped`` counts the events left out by reason (``{"dur negative": 2}``)."""
+    """A loaded trace: ``events`` has :data:`EVENT_COLUMNS`, sorted by ``ts_us``; ``device`` is one of
+    :data:`~gpucost_lab.timeline.devices.DEVICES` ("cuda", "rocm", "mtia", "cpu": named from the trace, see
+    :mod:`gpucost_lab.timeline.devices`); ``skipped`` counts the events left out by reason (``{"dur negative": 2}``);
+    ``device_name``, ``rank`` and ``world_size`` are what the file says of itself (None when it does not)."""
 
     path: str
     events: pd.DataFrame = field(repr=False)
     device: str
     skipped: dict = field(default_factory=dict)
+    device_name: str | None = None
+    rank: int | None = None
+    world_size: int | None = None
+
+    @property
+    def accelerated(self) -> bool:
+        """Whether the trace holds an accelerator's work (a GPU's or an MTIA's), measured on the device."""
+        return self.device != "cpu"
 
     def __repr__(self) -> str:
-        return f"Trace(path={self.path!r}, device={self.device!r}, events={len(self.events)})"
+        rank = "" if self.rank is None else f", rank={self.rank}"
+        return f"Trace(path={self.path!r}, device={self.device!r}{rank}, events={len(self.events)})"
 
 
 @dataclass(frozen=True)
@@ -142,7 +154,7 @@ def _open(path: Path, max_bytes: int | None = None):
 
 def _read_columns(
     path: Path, lo: float, hi: float, progress: bool = False, max_events: int = MAX_EVENTS
-) -> tuple[dict, dict, tuple[float, float], dict]:
+) -> tuple[dict, dict, tuple[float, float], dict, dict]:
     """The events overlapping [lo, hi] as numpy columns (:func:`~gpucost_lab.timeline.reader.read_events`)."""
     from tqdm.auto import tqdm
 
@@ -219,7 +231,7 @@ def load_trace(
     if stat.S_ISDIR(status.st_mode):
         raise ValueError(f"{path}: is a directory, not a trace file (.json or .json.gz)")
     try:
-        columns, texts, seen, skipped = _read_columns(path, lo, hi, progress, max_events)
+        columns, texts, seen, skipped, outline = _read_columns(path, lo, hi, progress, max_events)
     except _MALFORMED as exc:
         detail = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ValueError(f"{path}: not a readable trace: truncated or malformed JSON or gzip ({detail})") from None
@@ -236,17 +248,34 @@ def load_trace(
             raise no_usable_events(path, skipped)
         raise ValueError(f"{path}: no trace events ('traceEvents' is missing or holds no complete events)")
     events = clip_events(_frame(columns, texts), lo, hi)
-    device = "cuda" if events["kind"].isin(GPU_WORK).any() else "cpu"
-    return Trace(path=str(path), events=events, device=device, skipped=dict(sorted(skipped.items())))
+    about = describe(events, outline)
+    return Trace(
+        path=str(path),
+        events=events,
+        device=about.device,
+        skipped=dict(sorted(skipped.items())),
+        device_name=about.device_name,
+        rank=about.rank,
+        world_size=about.world_size,
+    )
 
 
-EXAMPLE_TRACES = ("a100_alexnet_train", "a100_cuda_event_sync", "sampled_rank0_gpu", "cpu_only_small")
+EXAMPLE_TRACES = (
+    "a100_alexnet_train",
+    "a100_cuda_event_sync",
+    "sampled_rank0_gpu",
+    "sampled_rank1_gpu",
+    "mi250_rocm_minitoy_train",
+    "mtia_inference_rank0",
+    "cpu_only_small",
+)
 _EXAMPLES = Path(__file__).resolve().parent.parent / "data" / "hta_traces"
 
 
 def example_trace(name: str) -> Path:
-    """The path of one of the course's real profiler traces (``EXAMPLE_TRACES``: A100 GPU traces and one CPU-only
-    trace from HolisticTraceAnalysis's test data, MIT License; see ``gpucost_lab/data/hta_traces/README.md``)."""
+    """The path of one of the course's real profiler traces (``EXAMPLE_TRACES``: A100 GPU traces, two ranks of one
+    multi-GPU job, an AMD MI250 trace, a Meta MTIA trace and one CPU-only trace from HolisticTraceAnalysis's test
+    data, MIT License; see ``gpucost_lab/data/hta_traces/README.md``)."""
     if name not in EXAMPLE_TRACES:
         raise InputError("name", f"name must be one of {', '.join(map(repr, EXAMPLE_TRACES))}, got {name!r}")
     return _EXAMPLES / f"{name}.json.gz"

@@ -31,8 +31,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 import numpy as np
 
-from gpucost_lab.timeline.framing import IJSON_BACKEND, segments
-from gpucost_lab.timeline.limits import event_integers, event_times, too_many_events
+from gpucost_lab.timeline.framing import IJSON_BACKEND, Outline, segments
+from gpucost_lab.timeline.limits import event_integers, event_times, stream_from_text, too_many_events
 
 KINDS = ("kernel", "memcpy", "memset", "sync", "runtime", "cpu_op", "annotation", "step", "python", "memory", "other")
 _KIND_BY_CAT = {
@@ -50,7 +50,10 @@ _KIND_BY_CAT = {
     "user_annotation": "annotation",
     "gpu_user_annotation": "annotation",
     "python_function": "python",
+    "mtia_ccp_events": "kernel",  # a Meta MTIA's device events (HTA counts the category as its GPU kernels)
+    "mtia_runtime": "runtime",
 }
+_WAITS = frozenset({"event_wait"})  # device events, by name, that mark a stream waiting (as cuda_sync events do)
 _K = {k: i for i, k in enumerate(KINDS)}
 _GPU_KINDS = frozenset({"kernel", "memcpy", "memset", "sync"})
 MISSING = -(2**63)  # int64 sentinel for "argument absent"; becomes <NA>
@@ -68,7 +71,7 @@ _Int = Annotated[int, msgspec.Meta(ge=MISSING + 1, le=-MISSING - 1)]  # int64 bu
 
 
 class _Args(msgspec.Struct, gc=False, frozen=True):
-    stream: _Int | None = MISSING
+    stream: _Int | str | None = MISSING  # a string: ROCm's runtime calls write "0x0" (limits.stream_from_text)
     correlation: _Int | None = MISSING
     bytes: _Int | None = MISSING
     Bytes: _Int | None = MISSING
@@ -165,6 +168,14 @@ def _dims_text(value) -> str:
     return text if len(text) <= MAX_DIMS_CHARS else text[: MAX_DIMS_CHARS - 3] + "..."
 
 
+def event_kind(cat: str, name: str) -> str:
+    """The kind (:data:`KINDS`) of a complete event of category ``cat`` named ``name``."""
+    kind = _KIND_BY_CAT.get(cat.lower(), "other")
+    if kind == "annotation" and name.startswith("ProfilerStep#"):
+        return "step"
+    return "sync" if kind == "kernel" and cat.lower().startswith("mtia") and name in _WAITS else kind
+
+
 def _lane(kind: str, cat: str, stream: int | None, tid: str) -> str:
     on_gpu = stream is not None and (kind in _GPU_KINDS or cat == "gpu_user_annotation")
     return f"stream {stream}" if on_gpu else f"thread {tid}"
@@ -191,10 +202,10 @@ class _Sorts(dict):
         row = (0,) * 8
         if keep:
             stream = None if stream is None or stream == MISSING else stream
+            if isinstance(stream, str) and (stream := stream_from_text(stream)) is None:
+                raise _Unusual  # the exact path counts the event as skipped, with its reason
             cat_text, name_text = _text(cat), _text(name)
-            kind = "memory" if keep == 2 else _KIND_BY_CAT.get(cat_text.lower(), "other")
-            if kind == "annotation" and name_text.startswith("ProfilerStep#"):
-                kind = "step"
+            kind = "memory" if keep == 2 else event_kind(cat_text, name_text)
             codes = self.codes
             row = (
                 keep,
@@ -330,9 +341,7 @@ def _exact_row(ev: dict, kind: str, t: float, d: float) -> tuple | str:
     args, cat, name = ev.get("args"), str(ev.get("cat") or ""), str(ev.get("name") or "")
     args = args if isinstance(args, dict) else {}
     if kind == "other":
-        kind = _KIND_BY_CAT.get(cat.lower(), "other")
-        if kind == "annotation" and name.startswith("ProfilerStep#"):
-            kind = "step"
+        kind = event_kind(cat, name)
     integers = event_integers(kind, args)
     if isinstance(integers, str):
         return integers
@@ -407,18 +416,19 @@ _DTYPES = {
 
 def read_events(
     raw, path, lo: float, hi: float, max_events: int, bar
-) -> tuple[Columns, dict[str, list[str]], Span, Counter[str]]:
-    """``(columns, texts, (first start, last end) of the usable events, skipped)``: the events of the open binary
-    file ``raw`` overlapping ``[lo, hi]`` as numpy columns in file order (:data:`COLUMNS`; ``kind`` indexes
-    :data:`KINDS`, the text columns index ``texts[column]``, absent integers hold ``-2**63``).
+) -> tuple[Columns, dict[str, list[str]], Span, Counter[str], dict[str, Any]]:
+    """``(columns, texts, (first start, last end) of the usable events, skipped, outline)``: the events of the open
+    binary file ``raw`` overlapping ``[lo, hi]`` as numpy columns in file order (:data:`COLUMNS`; ``kind`` indexes
+    :data:`KINDS`, the text columns index ``texts[column]``, absent integers hold ``-2**63``; ``outline``: the values
+    of :data:`~gpucost_lab.timeline.framing.OUTLINE_KEYS` found).
 
     Each column grows in one ``array.array`` (realloc: no copy per segment, and no heap of small arrays left
     behind once they are joined; benchmarks/RESULTS.md, "Trace loading at scale")."""
     codes = {"name": _Codes(_text), "cat": _Codes(_text), "pid": _Codes(), "tid": _Codes(), "lane": _Codes()}
     codes[INPUT_DIMS] = _Codes(_dims_text)
     store, sorts = {key: array(np.dtype(_DTYPES[key]).char) for key in COLUMNS}, _Sorts(codes)
-    read, seen, skipped = 0, [math.inf, -math.inf], Counter[str]()
-    for segment in segments(raw, path):
+    read, seen, skipped, outline = 0, [math.inf, -math.inf], Counter[str](), Outline()
+    for segment in segments(raw, path, outline=outline):
         try:
             n, cols, skips, span = _fast_columns(segment, lo, hi, sorts)
         except _Unusual:
@@ -435,4 +445,5 @@ def read_events(
                 data = np.ascontiguousarray(cols[key], _DTYPES[key]).view(np.uint8)
                 store[key].frombytes(data)  # type: ignore[arg-type]  # numpy declares ndarray's buffer on 3.12+ only
     columns = {key: np.frombuffer(store.pop(key), _DTYPES[key]) for key in COLUMNS}
-    return columns, {key: table.texts for key, table in codes.items()}, (seen[0], seen[1]), skipped
+    texts = {key: table.texts for key, table in codes.items()}
+    return columns, texts, (seen[0], seen[1]), skipped, outline.values

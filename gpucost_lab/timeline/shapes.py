@@ -115,7 +115,7 @@ def top_op_details(trace: Trace, names, *, start_us: float | None = None, end_us
     time on the device, and the stack is the one around the launch of the longest."""
     ev = select_events(trace, start_us, end_us)
     names = list(names)
-    if trace.device != "cuda":
+    if not trace.accelerated:
         ops = ev[ev["kind"] == "cpu_op"]
         shapes = input_shapes(ops, names)
         details = {}
@@ -159,7 +159,7 @@ def gap_callers(trace: Trace, top: int = 3) -> pd.DataFrame:
     its functions asked for it. Empty lists where the trace recorded no shapes or stacks."""
     table = gaps(trace, top=top)
     ev = trace.events
-    kind = "kernel" if trace.device == "cuda" else "cpu_op"
+    kind = "kernel" if trace.accelerated else "cpu_op"
     rows = []
     for _, gap in table.iterrows():
         end = float(gap["start_us"] + gap["duration_us"])

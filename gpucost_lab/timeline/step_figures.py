@@ -82,7 +82,7 @@ def per_step(trace: Trace) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     table = table.sort_values("start_us", kind="stable")  # in time order, whatever their numbers
     starts = table["start_us"].to_numpy(float)
     ends = starts + table["duration_us"].to_numpy(float)
-    cuda = trace.device == "cuda"
+    cuda = trace.accelerated
     lo, hi = _gpu_windows(trace, starts, ends) if cuda else (starts, ends)
     busy = _busy_in_windows(trace, lo, hi)
     base = pd.DataFrame({"step_time": ends - starts, "busy": busy, "idle": hi - lo - busy}) / 1e3

@@ -70,7 +70,7 @@ def busy_basis(trace: Trace, start_us: float | None, end_us: float | None, inclu
     span's start and end, and the basis's name ("gpu" or "main thread"); None when there is nothing to measure."""
     lo, hi = window_bounds(start_us, end_us)
     ev = trace.events
-    if trace.device == "cuda":
+    if trace.accelerated:
         ops = ev[ev["kind"].isin(GPU_WORK)]
         ops = frame = ops if include_last_step else launched_before_last_step(ev, ops)
         basis = "gpu"
@@ -94,7 +94,7 @@ def _required_basis(trace: Trace, start_us: float | None, end_us: float | None, 
     if basis is not None:
         return basis
     select_events(trace, start_us, end_us)  # an empty window is named as such
-    what = "kernel, memcpy or memset" if trace.device == "cuda" else "main-thread cpu_op"
+    what = "kernel, memcpy or memset" if trace.accelerated else "main-thread cpu_op"
     where = "" if start_us is None and end_us is None else f" in the window start_us={start_us}, end_us={end_us}"
     raise ValueError(f"{trace.path}: no {what} events{where} to measure busy time from")
 
@@ -224,7 +224,7 @@ def top_ops(trace: Trace, n: int = 10, *, start_us: float | None = None, end_us:
     ``share`` is total_us over the sum for all of that kind (a cpu_op's time includes the ops it calls).
     """
     integer_at_least("n", n, 1)
-    kind = "kernel" if trace.device == "cuda" else "cpu_op"
+    kind = "kernel" if trace.accelerated else "cpu_op"
     ev = select_events(trace, start_us, end_us)
     ops = ev[ev["kind"] == kind]
     table = ops.groupby("name").agg(count=("dur_us", "size"), total_us=("dur_us", "sum")).reset_index()
