@@ -8,7 +8,11 @@ Three kinds, each in a fresh kernel and a scratch working directory (a chapter m
   of ``chapter_answers.DISPLAYED`` is probed: the answer as displayed, the answer rounded as asked, and each
   plausible mistake go into a copy of the answer cell, followed by its check cell.
 - "as committed": the placeholders as committed.
-- "spoiled": each reference answer's value perturbed (numbers scaled and shifted, anything else replaced).
+- "spoiled": each reference answer's value perturbed (numbers scaled and shifted, anything else replaced), in a kernel
+  with an empty store of measured intervals (``measured_answers``): the spoiled run checks that a wrong answer lies
+  outside the interval the run prints. What earlier runs printed is the re-run's subject: a spoiled answer is 1.5x
+  the run's own figure, and where the load changed between runs (a loaded run measures a loader 1.5x slower) an
+  earlier interval may hold it.
 - "re-run": a chapter with measured questions (``RERUN``) run again after its answered run, under the same load, each
   numeric answer cell holding as a literal the figure the answered run displayed (``DISPLAYED``), as a learner who
   read it on the first Run All would have typed it; the other answers are the reference ones.
@@ -30,6 +34,7 @@ it; the checks read the chapter's own objects, not its answers.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import subprocess
 import sys
@@ -41,6 +46,7 @@ from chapter_answers import ANSWERS, DISPLAYED, Shown
 from labtools import ROOT, is_check, meta
 from nbclient import NotebookClient
 
+from gpucost_lab.course import measured_answers
 from gpucost_lab.course.questions import QUESTIONS, Measured
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -187,7 +193,10 @@ def run_chapter(path: Path, kind: str, workdir: Path, answers: dict[str, str] | 
         allow_errors=True,
         resources={"metadata": {"path": str(workdir)}},
     )
-    with client.setup_kernel():
+    env = None
+    if kind == "spoiled":
+        env = {**os.environ, measured_answers.STORE_ENV: str(workdir / f"{path.stem}-spoiled-store.json")}
+    with client.setup_kernel(**({} if env is None else {"env": env})):
         with busy_programs(run.busy_programs):
             for index, cell in enumerate(list(nb.cells)):
                 client.execute_cell(cell, index)
