@@ -34,6 +34,7 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch02_q8_answer": 'convolution_math_mode = "tf32"',
         "ch02_q9_answer": 'function_behind_the_widest_gap = "load_batch"',
         "ch02_q10_answer": "addmm_input_shapes = 2",  # one row per Linear layer in section 1's table
+        "ch02_q11_answer": 'straggler_wait_ms = late.set_index("step").loc[552, "wait_max_us"] / 1e3',
     },
     "03_price_the_result.ipynb": {
         "ch03_q1_answer": "cost_per_sample_ratio = comparison.unit_cost_ratio",
@@ -160,6 +161,17 @@ DISPLAYED: dict[str, list[Shown]] = {
             None,
             "2",
             {"one operator name": "1", "every call in the two recorded steps": "4"},
+        ),
+        Shown(
+            "ch02_q11_answer",
+            r"^step 552: rank \d+ slowest \(([\d.]+) ms\), rank \d+ ([\d.]+) ms: the others waited up to ([\d.]+) ms",
+            "{2}",
+            {
+                "the slowest rank's step time": "{0}",
+                "in microseconds": "{2} * 1000",
+                "the first step's wait": 'late.set_index("step").loc[551, "wait_max_us"] / 1e3',
+                "the two steps' waits together": "late['wait_max_us'].sum() / 1e3",
+            },
         ),
     ],
     "04_memory_budget.ipynb": [

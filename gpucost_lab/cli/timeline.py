@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 
 from gpucost_lab import timeline as tl
 from gpucost_lab._validate import InputError, integer_at_least
@@ -18,6 +19,8 @@ from gpucost_lab.cli.command import Command, Subcommands, add_json_flag
 from gpucost_lab.cli.errors import shown, writing
 from gpucost_lab.simulate import write as simulate
 from gpucost_lab.simulate.config import SCENARIOS, SimConfig
+from gpucost_lab.timeline.definitions import check_definitions
+from gpucost_lab.timeline.ranks_text import render_job
 from gpucost_lab.timeline.text import render_analysis
 
 # Library errors name the Python field; the CLI user typed the flag (or the positional argument).
@@ -25,18 +28,38 @@ FLAGS = {
     **{name: "--" + name.replace("_", "-") for name in ("top", "scenario", *SimConfig.__dataclass_fields__, "output")},
     "after": "--after",  # diff's sides
     "before": "BEFORE",
+    "trace": "TRACE",
+    "workers": "--workers",
+    "paths": "TRACE",
+    "definitions": "--definitions",
 }
 
 # Rows each list of analyze and diff prints (--top): more than anyone reads; the JSON of a list stays small.
 MAX_TOP = 1000
 # Traces on each side of diff, all held at once: repeated runs of one setting are a few to a dozen.
 MAX_DIFF_TRACES = 32
+# Files or folders analyze reads as one job (each rank's figures are kept, not its events): more than a shell passes.
+MAX_RANKS = 4096
 
 
 def add_analyze(sub: Subcommands) -> argparse.ArgumentParser:
-    p = sub.add_parser("analyze", help="read a profiler trace: busy/idle, gaps, syncs, copies, memory, phases")
-    p.add_argument("trace", help="a Chrome/Kineto trace, .json or .json.gz")
+    p = sub.add_parser(
+        "analyze",
+        help="read a profiler trace: busy/idle, gaps, syncs, copies, memory, phases; "
+        "a folder (or several files) of rank traces: a row per rank and the straggler per step",
+    )
+    p.add_argument(
+        "trace", nargs="+", help="a Chrome/Kineto trace, .json or .json.gz; or a folder of them, one per rank"
+    )
     p.add_argument("--top", type=int, default=10, help="gaps and operators to list")
+    p.add_argument(
+        "--definitions",
+        default="course",
+        help="whose definitions of busy, idle and kernel time: course (default) or hta (HolisticTraceAnalysis 0.6.1)",
+    )
+    p.add_argument(
+        "--workers", type=int, default=None, help="ranks loaded at once (default: one per core, at most one per file)"
+    )
     add_json_flag(p)
     return p
 
@@ -73,9 +96,24 @@ def add_simulate(sub: Subcommands) -> argparse.ArgumentParser:
 
 def analyze_command(args: argparse.Namespace) -> tuple[dict, str]:
     integer_at_least("top", args.top, 1, MAX_TOP)
-    trace = tl.load_trace(args.trace, progress=not args.json and sys.stderr.isatty())
-    out = tl.analyze(trace, top=args.top)
-    return out, render_analysis(out, args.trace, top=args.top)
+    check_definitions(args.definitions)
+    if len(args.trace) > 1 or Path(args.trace[0]).is_dir():
+        return _analyze_job(args)
+    if args.workers is not None:
+        raise InputError("workers", f"workers applies to a folder or several traces (one per rank), got {args.workers}")
+    path = args.trace[0]
+    trace = tl.load_trace(path, progress=not args.json and sys.stderr.isatty())
+    out = tl.analyze(trace, top=args.top, definitions=args.definitions)
+    return out, render_analysis(out, path, top=args.top)
+
+
+def _analyze_job(args: argparse.Namespace) -> tuple[dict, str]:
+    """A folder, or several files, of one job's rank traces: :func:`~gpucost_lab.timeline.analyze_ranks`."""
+    if len(args.trace) > MAX_RANKS:
+        raise InputError("trace", f"trace must name at most {MAX_RANKS} files or folders, got {len(args.trace)}")
+    workers = None if args.workers is None else integer_at_least("workers", args.workers, 1, MAX_RANKS)
+    out = tl.analyze_ranks(args.trace, workers=workers, definitions=args.definitions)
+    return out, render_job(out)
 
 
 def diff_command(args: argparse.Namespace) -> tuple[dict, str]:

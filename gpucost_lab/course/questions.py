@@ -64,6 +64,14 @@ def _item_sync_steps(ns: Namespace) -> float:
     return SCENARIOS["item_sync"].steps
 
 
+def _straggler_wait_ms(ns: Namespace) -> float:
+    """02.11: the wait for the slowest rank in step 552 of the sampled job, from the shipped traces themselves."""
+    from gpucost_lab.timeline import example_trace, load_ranks, stragglers
+
+    job = load_ranks([example_trace("sampled_rank0_gpu"), example_trace("sampled_rank1_gpu")], workers=1)
+    return float(stragglers(job).set_index("step").loc[552, "wait_max_us"]) / 1e3
+
+
 def _idle_share(ns: Namespace) -> float:
     from gpucost_lab.timeline import busy_idle
 
@@ -138,6 +146,12 @@ QUESTIONS: dict[str, Question] = {
         "02.10 addmm input shapes",
         lambda ns: int((ns["by_shape"]["name"] == "aten::addmm").sum()),
         "`by_shape` in section 1: the rows named aten::addmm",
+    ),
+    "02.11": Exact(
+        "02.11 wait for the straggler",
+        _straggler_wait_ms,
+        "the line 'step 552: ... the others waited up to ... ms for it' printed in section 6",
+        decimals=1,
     ),
     "03.1": Measured(
         "03.1 cost-per-sample ratio",

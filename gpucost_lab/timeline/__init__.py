@@ -28,10 +28,20 @@ Definitions:
 
 from gpucost_lab.timeline.allocations import allocations_by_phase
 from gpucost_lab.timeline.copies import COPY_COLUMNS, copy_queueing
+from gpucost_lab.timeline.devices import DEVICES
 from gpucost_lab.timeline.diff import DIFF_VERDICTS, TraceDiff, diff
 from gpucost_lab.timeline.idle import IDLE_CATEGORIES, idle_breakdown, idle_gaps
 from gpucost_lab.timeline.kernels import KERNEL_TYPES, kernel_breakdown, kernel_type, kernels_by_name
 from gpucost_lab.timeline.load import EVENT_COLUMNS, EXAMPLE_TRACES, BusyIdle, Trace, example_trace, load_trace
+from gpucost_lab.timeline.ranks import (
+    RANK_COLUMNS,
+    STRAGGLER_COLUMNS,
+    Job,
+    analyze_ranks,
+    load_ranks,
+    rank_table,
+    stragglers,
+)
 from gpucost_lab.timeline.reader import KINDS
 from gpucost_lab.timeline.shapes import GAP_CALLER_COLUMNS, gap_callers, input_shapes, python_stack
 from gpucost_lab.timeline.summary import COMPARE_COLUMNS, GAP_FLOOR_US, analyze, compare
@@ -87,4 +97,12 @@ __all__ = [
     "gap_callers",
     "input_shapes",
     "python_stack",
+    "DEVICES",
+    "Job",
+    "RANK_COLUMNS",
+    "STRAGGLER_COLUMNS",
+    "analyze_ranks",
+    "load_ranks",
+    "rank_table",
+    "stragglers",
 ]

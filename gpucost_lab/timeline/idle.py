@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from gpucost_lab._validate import non_negative
+from gpucost_lab.timeline.definitions import with_definitions
 from gpucost_lab.timeline.load import GPU_WORK, Trace, clip_events, window_bounds
 from gpucost_lab.timeline.views import launched_before_last_step, select_events
 
@@ -99,8 +100,10 @@ def idle_breakdown(
     include_last_step: bool = False,
     start_us: float | None = None,
     end_us: float | None = None,
+    definitions: str = "course",
 ) -> pd.DataFrame:
-    """Idle time of each CUDA stream by cause (module doc), one row per stream and category:
+    """Idle time of each CUDA stream by cause (module doc), one row per stream and category (``definitions="hta"``:
+    on HTA's view of the trace, :mod:`gpucost_lab.timeline.definitions`):
 
     - ``stream``: the CUDA stream id; every stream with a GPU operation gets all three rows, streams ascending;
     - ``idle_category``: ``"host_wait"``, ``"kernel_wait"`` or ``"other"`` (:data:`IDLE_CATEGORIES` order);
@@ -111,7 +114,8 @@ def idle_breakdown(
 
     Empty (these columns, no rows) on a trace without GPU operations.
     """
-    gaps, streams = _gaps(trace, consecutive_kernel_delay_us, include_last_step, start_us, end_us)
+    trace, applied = with_definitions(trace, definitions, idle=True)
+    gaps, streams = _gaps(trace, consecutive_kernel_delay_us, include_last_step or applied, start_us, end_us)
     if not streams:
         return pd.DataFrame(
             {c: pd.Series(dtype=t) for c, t in zip(IDLE_COLUMNS, ["int64", object, float, float, "int64"])}

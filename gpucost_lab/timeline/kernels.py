@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from gpucost_lab._validate import integer_at_least
+from gpucost_lab.timeline.definitions import with_definitions
 from gpucost_lab.timeline.load import GPU_WORK, Trace, clip_events, window_bounds
 from gpucost_lab.timeline.views import busy_runs, launched_before_last_step, select_events
 
@@ -70,7 +71,12 @@ def _overlap_label(mask: int) -> str:
 
 
 def kernel_breakdown(
-    trace: Trace, *, include_last_step: bool = False, start_us: float | None = None, end_us: float | None = None
+    trace: Trace,
+    *,
+    include_last_step: bool = False,
+    start_us: float | None = None,
+    end_us: float | None = None,
+    definitions: str = "course",
 ) -> pd.DataFrame:
     """GPU time by the set of kernel types running (module doc), largest first:
 
@@ -79,9 +85,11 @@ def kernel_breakdown(
     - ``total_us``: microseconds during which exactly those types run (HTA's ``sum``);
     - ``share``: ``total_us`` over the sum of all rows (HTA's ``percentage`` / 100, unrounded).
 
-    Only sets with time in them are listed; empty on a trace without GPU operations.
+    Only sets with time in them are listed; empty on a trace without GPU operations. ``definitions="hta"``: on
+    HTA's view of the trace (:mod:`gpucost_lab.timeline.definitions`).
     """
-    work = _work(trace, include_last_step, start_us, end_us)
+    trace, applied = with_definitions(trace, definitions)
+    work = _work(trace, include_last_step or applied, start_us, end_us)
     times, steps = [], []
     for bit, name in enumerate(KERNEL_TYPES):
         ops = work[work["kernel_type"] == name]

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from gpucost_lab._validate import integer_at_least
+from gpucost_lab.timeline.definitions import check_definitions, rules_differing, with_definitions
 from gpucost_lab.timeline.idle import idle_breakdown
 from gpucost_lab.timeline.kernels import kernel_breakdown, kernels_by_name
 from gpucost_lab.timeline.load import Trace, load_trace
@@ -38,7 +39,7 @@ def _plain(value):
     return None if value is pd.NA else value
 
 
-def _ms_records(table: pd.DataFrame, origin_us: float, relative: str = "") -> list[dict]:
+def ms_records(table: pd.DataFrame, origin_us: float, relative: str = "") -> list[dict]:
     """Rows as plain dicts, each ``*_us`` column as ``*_ms`` (the ``relative`` one measured from ``origin_us``)."""
     return [
         {
@@ -54,7 +55,14 @@ def _ms_records(table: pd.DataFrame, origin_us: float, relative: str = "") -> li
 GAP_FLOOR_US = 1.0  # analyze() lists gaps of at least the trace clock's 1 us resolution
 
 
-def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_us: float | None = None) -> dict:
+def analyze(
+    path_or_trace,
+    top: int = 10,
+    *,
+    start_us: float | None = None,
+    end_us: float | None = None,
+    definitions: str = "course",
+) -> dict:
     """Every view at once, as plain JSON-ready values in milliseconds, times relative to the trace's first event.
 
     Keys: device, span_ms, busy_ms, idle_ms, gaps, sync_points, memcpy, top_ops (each with ``operator``,
@@ -65,37 +73,47 @@ def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_
     ``total_ms``); the last two are empty lists on a CPU-only trace.
     With nothing to measure busy time from (no kernels; no cpu_ops), span/busy/idle are None and gaps empty.
     Gaps shorter than ``GAP_FLOOR_US`` are left out of the list (they still count as idle time).
+    ``definitions="hta"``: span, busy, idle, gaps, idle_breakdown and kernels as HolisticTraceAnalysis 0.6.1
+    measures them (:mod:`gpucost_lab.timeline.definitions`); the key ``definitions`` says which were used
+    (``used``) and lists every rule where the two differ (``rules``: ``name``, ``course``, ``hta``, ``why``).
     """
+    check_definitions(definitions)
     integer_at_least("top", top, 1)
     trace = path_or_trace if isinstance(path_or_trace, Trace) else load_trace(path_or_trace)
     select_events(trace, start_us, end_us)  # an empty window fails here, naming the file
     origin_us = float(trace.events["ts_us"].min())
     result: dict[str, Any] = {"device": trace.device, "span_ms": None, "busy_ms": None, "idle_ms": None, "gaps": []}
-    basis = busy_basis(trace, start_us, end_us, include_last_step=False)
+    measured, applied = with_definitions(trace, definitions)
+    basis = busy_basis(measured, start_us, end_us, include_last_step=applied)
     if basis is not None:
         b, table = measure_busy(basis)
         result.update(
             span_ms=b.span_us / 1e3,
             busy_ms=b.busy_us / 1e3,
             idle_ms=b.idle_us / 1e3,
-            gaps=_ms_records(widest_gaps(table, top, min_us=GAP_FLOOR_US), origin_us, relative="start_us"),
+            gaps=ms_records(widest_gaps(table, top, min_us=GAP_FLOOR_US), origin_us, relative="start_us"),
         )
     points = sync_points(trace, start_us=start_us, end_us=end_us)[["name", "ts_us", "duration_us"]]
     result.update(
-        sync_points=_ms_records(points, origin_us, relative="ts_us"),
-        memcpy=_ms_records(memcpy_summary(trace, start_us=start_us, end_us=end_us), origin_us),
+        sync_points=ms_records(points, origin_us, relative="ts_us"),
+        memcpy=ms_records(memcpy_summary(trace, start_us=start_us, end_us=end_us), origin_us),
         top_ops=_top_ops(trace, top, origin_us, start_us, end_us),
         peak_memory_bytes=_plain(peak_memory_bytes(trace, start_us=start_us, end_us=end_us)),
         phases={
-            p["name"]: p["total_ms"] for p in _ms_records(phases(trace, start_us=start_us, end_us=end_us), origin_us)
+            p["name"]: p["total_ms"] for p in ms_records(phases(trace, start_us=start_us, end_us=end_us), origin_us)
         },
         steps=len(steps(trace, start_us=start_us, end_us=end_us)),
         skipped_events=dict(trace.skipped),
-        idle_breakdown=_ms_records(idle_breakdown(trace, start_us=start_us, end_us=end_us), origin_us),
+        idle_breakdown=ms_records(
+            idle_breakdown(trace, start_us=start_us, end_us=end_us, definitions=definitions), origin_us
+        ),
         kernels={
-            "by_type": _ms_records(kernel_breakdown(trace, start_us=start_us, end_us=end_us), origin_us),
-            "by_name": _ms_records(kernels_by_name(trace, top, start_us=start_us, end_us=end_us), origin_us),
+            "by_type": ms_records(
+                kernel_breakdown(trace, start_us=start_us, end_us=end_us, definitions=definitions), origin_us
+            ),
+            "by_name": ms_records(kernels_by_name(trace, top, start_us=start_us, end_us=end_us), origin_us),
         },
+        definitions={"used": definitions, "rules": rules_differing()},
     )
     return result
 
@@ -103,7 +121,7 @@ def analyze(path_or_trace, top: int = 10, *, start_us: float | None = None, end_
 def _top_ops(trace: Trace, top: int, origin_us: float, start_us: float | None, end_us: float | None) -> list[dict]:
     """:func:`~gpucost_lab.timeline.views.top_ops` rows in ms, each with its ``operator``, ``input_shapes`` (their
     time as ``total_ms``) and ``stack`` (:func:`~gpucost_lab.timeline.shapes.top_op_details`)."""
-    ops = _ms_records(top_ops(trace, top, start_us=start_us, end_us=end_us), origin_us)
+    ops = ms_records(top_ops(trace, top, start_us=start_us, end_us=end_us), origin_us)
     details = top_op_details(trace, [o["name"] for o in ops], start_us=start_us, end_us=end_us)
     for o in ops:
         d = details[o["name"]]

@@ -225,4 +225,16 @@ def render_analysis(out: dict, source: object = "trace", top: int = 10) -> str:
         lines += _wrapped("phases:", items)
     if out["peak_memory_bytes"] is not None:
         lines.append(f"peak memory allocated: {out['peak_memory_bytes'] / 1e6:.1f} MB")
+    lines += _definitions_lines(out.get("definitions"))
     return "\n".join(lines)
+
+
+def _definitions_lines(definitions: dict | None) -> list[str]:
+    """Whose definitions the figures follow, and the names of the rules where the course's and HTA's differ (what
+    each side does and why: ``--json``)."""
+    if not definitions:
+        return []
+    used = definitions["used"]
+    whose = "the course's (--definitions hta: HTA's)" if used == "course" else "HolisticTraceAnalysis 0.6.1's"
+    names = ", ".join(r["name"] for r in definitions["rules"])
+    return [f"definitions: {whose}; the two differ in:", f"  {names} (--json: each rule, both sides and why)"]

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 
 from gpucost_lab._validate import integer_at_least, non_negative
+from gpucost_lab.timeline.definitions import with_definitions
 from gpucost_lab.timeline.load import (
     COPY_DIRECTIONS,
     GPU_WORK,
@@ -142,10 +143,18 @@ def widest_gaps(table: pd.DataFrame, top: int | None, min_us: float = 0) -> pd.D
 
 
 def busy_idle(
-    trace: Trace, *, start_us: float | None = None, end_us: float | None = None, include_last_step: bool = False
+    trace: Trace,
+    *,
+    start_us: float | None = None,
+    end_us: float | None = None,
+    include_last_step: bool = False,
+    definitions: str = "course",
 ) -> BusyIdle:
-    """Busy and idle time of the GPU (CUDA trace) or of the main thread (CPU-only trace); see the module doc."""
-    return measure_busy(_required_basis(trace, start_us, end_us, include_last_step))[0]
+    """Busy and idle time of the device (an accelerator's trace) or of the main thread (CPU-only trace); see the
+    module doc. ``definitions="hta"``: as HTA's temporal breakdown measures it
+    (:mod:`gpucost_lab.timeline.definitions`)."""
+    trace, applied = with_definitions(trace, definitions)
+    return measure_busy(_required_basis(trace, start_us, end_us, include_last_step or applied))[0]
 
 
 def gaps(

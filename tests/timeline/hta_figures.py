@@ -110,3 +110,112 @@ HTA_TEMPORAL_BUSY_US = {"sampled_rank0_gpu": 106252 + 172428}  # compute + non-c
 
 def within_1_percent(ours, hta):
     return ours == pytest.approx(hta, rel=0.01, abs=1e-9)
+
+
+# TraceAnalysis(trace_dir=<temp dir holding copies of sampled_rank0_gpu and sampled_rank1_gpu>), traceinsight 0.6.1:
+# get_temporal_breakdown() per rank (busy = compute_time + non_compute_time; span = kernel_time) and
+# get_comm_comp_overlap()'s comp_comm_overlap_pctg (a percentage, rounded by HTA to 2 decimals).
+HTA_RANKS = {
+    0: {"idle_us": 321_378, "busy_us": 106_252 + 172_428, "span_us": 600_058, "overlap_pctg": 11.81},
+    1: {"idle_us": 328_671, "busy_us": 135_548 + 136_455, "span_us": 600_674, "overlap_pctg": 20.05},
+}
+
+
+# Every shipped trace HTA reads (traceinsight 0.6.1; the CPU-only one it refuses with an IndexError), each copied alone
+# into a temp dir, printed by benchmarks/hta_reference.py: get_temporal_breakdown()'s idle_time, compute_time,
+# non_compute_time and kernel_time (us), get_idle_time_breakdown()[0]'s idle_time per "stream idle_category" (HTA
+# fails with a ValueError on sampled_rank1_gpu: none recorded) and get_gpu_kernel_breakdown()[0]'s sum per type.
+def _idle_keys(name: str) -> dict:
+    """HTA_IDLE's table of ``name`` keyed "stream idle_category", as HTA_ALL's tables are."""
+    return {f"{stream} {category}": us for (stream, category), us in HTA_IDLE[name].items()}
+
+
+HTA_ALL = {
+    "a100_alexnet_train": {
+        "temporal": {"idle_us": 12929684, "compute_us": 10630, "non_compute_us": 55697, "span_us": 12996011},
+        "idle": _idle_keys("a100_alexnet_train"),
+        "types": HTA_KERNEL_TYPES["a100_alexnet_train"],
+    },
+    "a100_cuda_event_sync": {
+        "temporal": {"idle_us": 207, "compute_us": 49, "non_compute_us": 7, "span_us": 263},
+        "idle": _idle_keys("a100_cuda_event_sync"),
+        "types": HTA_KERNEL_TYPES["a100_cuda_event_sync"],
+    },
+    "sampled_rank0_gpu": {
+        "temporal": {"idle_us": 321378, "compute_us": 106252, "non_compute_us": 172428, "span_us": 600058},
+        "idle": _idle_keys("sampled_rank0_gpu"),
+        "types": HTA_KERNEL_TYPES["sampled_rank0_gpu"],
+    },
+    "sampled_rank1_gpu": {
+        "temporal": {"idle_us": 328671, "compute_us": 135548, "non_compute_us": 136455, "span_us": 600674},
+        "idle": None,
+        "types": {
+            "COMMUNICATION": 133804,
+            "COMPUTATION": 101841,
+            "COMPUTATION overlapping COMMUNICATION": 33691,
+            "MEMORY": 2119,
+            "COMMUNICATION overlapping MEMORY": 532,
+            "COMPUTATION overlapping MEMORY": 16,
+        },
+    },
+    "mi250_rocm_minitoy_train": {
+        "temporal": {"idle_us": 8780, "compute_us": 96, "non_compute_us": 35, "span_us": 8911},
+        "idle": {"0 host_wait": 8780, "0 other": 0},
+        "types": {"COMPUTATION": 96, "MEMORY": 35},
+    },
+    "mtia_inference_rank0": {
+        "temporal": {"idle_us": 19235, "compute_us": 381972, "non_compute_us": 42068, "span_us": 443275},
+        "idle": {
+            "108 host_wait": 228224,
+            "108 kernel_wait": 616,
+            "108 other": 60202,
+            "112 host_wait": 299058,
+            "112 kernel_wait": 432,
+            "112 other": 36813,
+            "105 host_wait": 361836,
+            "105 kernel_wait": 176,
+            "105 other": 217,
+            "107 host_wait": 242303,
+            "107 kernel_wait": 323,
+            "107 other": 8271,
+            "111 host_wait": 208072,
+            "111 kernel_wait": 576,
+            "111 other": 91676,
+            "104 host_wait": 304943,
+            "104 kernel_wait": 397,
+            "104 other": 94379,
+            "102 host_wait": 224017,
+            "102 kernel_wait": 486,
+            "102 other": 154663,
+            "106 host_wait": 314118,
+            "106 kernel_wait": 352,
+            "106 other": 24672,
+            "103 host_wait": 262091,
+            "103 kernel_wait": 167,
+            "103 other": 69166,
+            "109 host_wait": 202237,
+            "109 kernel_wait": 494,
+            "109 other": 17004,
+            "101 host_wait": 278746,
+            "101 kernel_wait": 244,
+            "101 other": 30588,
+            "110 host_wait": 232683,
+            "110 kernel_wait": 400,
+            "110 other": 32123,
+        },
+        "types": {
+            "COMPUTATION": 349556,
+            "COMPUTATION overlapping MEMORY": 32455,
+            "MEMORY": 6903,
+            "COMPUTATION overlapping COMMUNICATION": 1,
+        },
+    },
+}
+# benchmarks/hta_reference.py --synthetic: HTA 0.6.1 on tests/timeline/synthetic_hta.py's traces, each alone.
+HTA_SYNTHETIC = {  # name: (idle_time, compute_time, non_compute_time, kernel_time), us
+    "stream_wait": (0, 20, 10, 30),
+    "annotated_stream": (0, 50, 0, 50),
+    "fractional_times": (11, 13, 0, 24),
+    "late_launch": (120, 30, 0, 150),
+    "multi_stream": (0, 60, 30, 90),
+}

@@ -43,6 +43,7 @@ def test_analyze_is_plain_json_with_exactly_the_cli_keys(tmp_path):
         "skipped_events",
         "idle_breakdown",
         "kernels",
+        "definitions",
     }
     assert result["skipped_events"] == {}  # every complete event of the fixture has a ts and a dur >= 0
     json.dumps(result, allow_nan=False)  # plain types, no NaN
