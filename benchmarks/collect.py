@@ -106,6 +106,26 @@ def serve_overhead(result: dict) -> tuple[str, str]:
     return figure, verdict_of(result["verdict"] == "pass")
 
 
+# chapter 02's folder of ranks: benchmarks/ranks_scale.py
+RANKS_SPEEDUP_TARGET, RANKS_MEMORY_TARGET = 10.0, 0.5
+
+
+def ranks_speed(result: dict) -> tuple[str, str]:
+    ours, hta = result["ours"], result["hta"]
+    figure = (
+        f"{result['speedup']:.1f}x ({ours['seconds']:.1f} s against HTA's {hta['seconds']:.1f} s), "
+        f"{result['ranks']} ranks of {result['events_per_rank']:,} events, {result['cores']} cores; busy per rank "
+        f"{'equal to HTA' if result['busy_equal'] else 'NOT equal to HTA'}"
+    )
+    return figure, verdict_of(result["speedup"] >= RANKS_SPEEDUP_TARGET and result["busy_equal"])
+
+
+def ranks_memory(result: dict) -> tuple[str, str]:
+    ours, hta = result["ours"], result["hta"]
+    figure = f"{ours['peak_mb']:,.0f} MB against HTA's {hta['peak_mb']:,.0f} MB: {result['memory_ratio']:.2f}x"
+    return figure, verdict_of(result["memory_ratio"] <= RANKS_MEMORY_TARGET)
+
+
 def _ms_span(values: list[float]) -> str:
     lo, hi = min(values), max(values)
     return f"{lo:.1f}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}\u2013{hi:.1f}"
@@ -354,6 +374,25 @@ BENCHES: tuple[Bench, ...] = (
             ),
         ),
         about_load=True,
+    ),
+    Bench(
+        "ranks_scale",
+        "benchmarks/ranks_scale.py",
+        (
+            Row(
+                "a folder of rank traces as one job: `load_ranks` + `rank_table` against HTA's "
+                "`TraceAnalysis(trace_dir=...)` + temporal breakdown on the same 8 ranks of 1M events, wall time",
+                f">= {RANKS_SPEEDUP_TARGET:g}x; busy equal",
+                ranks_speed,
+            ),
+            Row(
+                "peak memory of that job, ours / HTA's (the largest of the process and its workers, each side's pool)",
+                f"<= {RANKS_MEMORY_TARGET:g}x",
+                ranks_memory,
+            ),
+        ),
+        hta=True,
+        packages=("traceinsight",),
     ),
     Bench(
         "serve_overhead",

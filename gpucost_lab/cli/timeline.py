@@ -70,8 +70,12 @@ def add_diff(sub: Subcommands) -> argparse.ArgumentParser:
         help="before vs after traces per step: step time, busy, idle, phases, kernels, "
         "each with a 95%% interval and a verdict",
     )
-    p.add_argument("before", nargs="+", help="the before traces (one run, or repeated runs)")
-    p.add_argument("--after", nargs="+", required=True, help="the after traces")
+    p.add_argument(
+        "before", nargs="+", help="the before traces (one run, or repeated runs); or a folder of rank traces"
+    )
+    p.add_argument(
+        "--after", nargs="+", required=True, help="the after traces; or a folder of rank traces: compared rank by rank"
+    )
     p.add_argument("--top", type=int, default=5, help="kernels (CPU traces: operators) to list")
     add_json_flag(p)
     return p
@@ -125,8 +129,17 @@ def diff_command(args: argparse.Namespace) -> tuple[dict, str]:
                 f"{field} must name at most {MAX_DIFF_TRACES} traces (all are held at once), got "
                 f"{len(getattr(args, field))}",
             )
+    if _one_folder(args.before) and _one_folder(args.after):
+        per_rank = tl.diff_ranks(args.before[0], args.after[0], top=args.top)
+        out = {"ranks": [{"rank": rank, **d.to_dict()} for rank, d in per_rank.items()]}
+        return out, "\n\n".join(f"rank {rank}:\n{d.text()}" for rank, d in per_rank.items())
     result = tl.diff(args.before, args.after, top=args.top)
     return result.to_dict(), result.text()
+
+
+def _one_folder(paths: list[str]) -> bool:
+    """One argument naming a folder: a job's rank traces, compared rank by rank."""
+    return len(paths) == 1 and Path(paths[0]).is_dir()
 
 
 def simulate_command(args: argparse.Namespace) -> tuple[dict, str]:

@@ -42,6 +42,7 @@ from gpucost_lab.timeline.ranks import (
     rank_table,
     stragglers,
 )
+from gpucost_lab.timeline.ranks_diff import diff_ranks
 from gpucost_lab.timeline.reader import KINDS
 from gpucost_lab.timeline.shapes import GAP_CALLER_COLUMNS, gap_callers, input_shapes, python_stack
 from gpucost_lab.timeline.summary import COMPARE_COLUMNS, GAP_FLOOR_US, analyze, compare
@@ -105,4 +106,5 @@ __all__ = [
     "load_ranks",
     "rank_table",
     "stragglers",
+    "diff_ranks",
 ]

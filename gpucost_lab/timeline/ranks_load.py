@@ -190,14 +190,15 @@ def _in_parallel(task: Callable, files: list[Path], workers: int) -> list[RankFi
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _rank_in_name(path: str) -> int | None:
+def rank_in_name(path: str) -> int | None:
+    """The last ``rank<N>`` (``rank_<N>``, ``rank-<N>``, any case) in the file's name, or None."""
     found = _RANK_IN_NAME.findall(Path(path).name)
     return int(found[-1]) if found else None
 
 
 def _resolve_ranks(loaded: list[RankFigures]) -> list[RankFigures]:
     """Each rank's number and where it came from (module doc), sorted by rank; ValueError for a clash."""
-    named = [_rank_in_name(r.path) for r in loaded]
+    named = [rank_in_name(r.path) for r in loaded]
     if all(r.rank is None for r in loaded) and all(n is None for n in named):
         resolved = [replace(r, rank=i, rank_source=RANK_SOURCES[2]) for i, r in enumerate(loaded)]
     else:
