@@ -21,10 +21,9 @@ def _by_rank(folder) -> dict[int, Path]:
     files = trace_files(folder)
     said = [load_trace(f).rank for f in files]
     named = [rank_in_name(str(f)) for f in files]
-    if all(r is None for r in said) and all(n is None for n in named):
+    ranks: list[int | None] = [r if r is not None else n for r, n in zip(said, named)]
+    if all(r is None for r in ranks):
         ranks = list(range(len(files)))
-    else:
-        ranks = [r if r is not None else n for r, n in zip(said, named)]
     out: dict[int, Path] = {}
     for rank, path in zip(ranks, files):
         if rank is None:
