@@ -50,8 +50,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import pandas as pd
-
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "gpucost_lab" / "data" / "hta_traces"
 GPU_TRACES = [
@@ -75,10 +73,8 @@ def hta_breakdown(fixture: Path) -> dict:
         shutil.copy(fixture, Path(tmp) / fixture.name)
         analysis = TraceAnalysis(trace_dir=tmp)
         row = analysis.get_temporal_breakdown(visualize=False).iloc[0]
-        try:
-            idle = analysis.get_idle_time_breakdown(visualize=False)[0]
-        except ValueError:  # HTA 0.6.1 fails so on sampled_rank1_gpu: no idle table recorded
-            idle = pd.DataFrame({"stream": [], "idle_category": [], "idle_time": []})
+        # ranks: the file's own rank (HTA's default, [0], fails with a ValueError on sampled_rank1_gpu, rank 1)
+        idle = analysis.get_idle_time_breakdown(ranks=analysis.t.get_ranks()[:1], visualize=False)[0]
         by_type, by_name = analysis.get_gpu_kernel_breakdown(visualize=False)
     return {
         "hta_version": version("traceinsight"),

@@ -8,8 +8,9 @@ computes the same figures as HTA does, on :func:`hta_view` of the trace, for a p
 :func:`hta_view` is the trace as HTA's loader leaves it (read in hta/common/trace_parser.py, trace.py and
 trace_filter.py):
 
-- **integer microseconds**: a trace with fractional timestamps has each event's start rounded up and its end
-  rounded down (``round_down_time_stamps``: ts = ceil(ts), end = floor(ts + dur));
+- **integer microseconds**: a trace with fractional timestamps (any event's, a ``[memory]`` instant's too) has each
+  event's start rounded up and its end rounded down (``round_down_time_stamps``: ts = ceil(ts), end = floor(ts +
+  dur)); HTA decides on every event of the file, flows and metadata included, which the loader does not keep;
 - **device rows**: every complete event whose ``args.stream`` is a number (kernels, copies, fills, ``cuda_sync``
   events, a ``gpu_user_annotation`` with a stream, an MTIA's device events), whatever its category; a stream
   written as a string (ROCm's runtime calls write ``"0x0"``) is no stream to HTA, so runtime calls are never device
@@ -122,8 +123,10 @@ def hta_view(trace: Trace, *, idle: bool = False) -> Trace:
     out; ``idle=True``: as HTA's idle-time breakdown reads it, whose device rows are only those of the categories in
     :data:`IDLE_CATEGORIES` (its ``kernel_cats``: no cuda_sync, no annotation). ValueError for an MTIA trace of two
     or more steps (HTA filters those its own way)."""
-    events = trace.events[trace.events["kind"] != "memory"]  # HTA keeps complete events only
-    events = _rounded(events)
+    # rounded when any start is fractional, a [memory] instant's too (HTA rounds before it drops them), then HTA
+    # keeps complete events only
+    events = _rounded(trace.events)
+    events = events[events["kind"] != "memory"]
     stream = events["stream"]
     device = (stream.notna() & (stream != -1) & (events["kind"] != "runtime")).to_numpy()
     if trace.device == "mtia" and events["name"].astype(str).str.match(_STEP)[~device].sum() >= 2:

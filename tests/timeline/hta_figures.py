@@ -123,8 +123,8 @@ HTA_RANKS = {
 
 # Every shipped trace HTA reads (traceinsight 0.6.1; the CPU-only one it refuses with an IndexError), each copied alone
 # into a temp dir, printed by benchmarks/hta_reference.py: get_temporal_breakdown()'s idle_time, compute_time,
-# non_compute_time and kernel_time (us), get_idle_time_breakdown()[0]'s idle_time per "stream idle_category" (HTA
-# fails with a ValueError on sampled_rank1_gpu: none recorded) and get_gpu_kernel_breakdown()[0]'s sum per type.
+# non_compute_time and kernel_time (us), get_idle_time_breakdown(ranks=[the file's rank])[0]'s idle_time per "stream
+# idle_category" (its default, ranks=[0], fails on rank 1's file) and get_gpu_kernel_breakdown()[0]'s sum per type.
 def _idle_keys(name: str) -> dict:
     """HTA_IDLE's table of ``name`` keyed "stream idle_category", as HTA_ALL's tables are."""
     return {f"{stream} {category}": us for (stream, category), us in HTA_IDLE[name].items()}
@@ -148,7 +148,19 @@ HTA_ALL = {
     },
     "sampled_rank1_gpu": {
         "temporal": {"idle_us": 328671, "compute_us": 135548, "non_compute_us": 136455, "span_us": 600674},
-        "idle": None,
+        "idle": {  # get_idle_time_breakdown(ranks=[1]): the file's rank
+            "23 host_wait": 596313,
+            "23 kernel_wait": 100,
+            "23 other": 0,
+            "25 kernel_wait": 9,
+            "25 other": 53028,
+            "7 host_wait": 156827,
+            "7 kernel_wait": 1816,
+            "7 other": 281064,
+            "84 host_wait": 251860,
+            "84 other": 23247,
+            "203 other": 0,
+        },
         "types": {
             "COMMUNICATION": 133804,
             "COMPUTATION": 101841,
@@ -216,6 +228,7 @@ HTA_SYNTHETIC = {  # name: (idle_time, compute_time, non_compute_time, kernel_ti
     "stream_wait": (0, 20, 10, 30),
     "annotated_stream": (0, 50, 0, 50),
     "fractional_times": (11, 13, 0, 24),
+    "fractional_instant": (0, 10, 0, 10),
     "late_launch": (120, 30, 0, 150),
     "multi_stream": (0, 60, 30, 90),
 }

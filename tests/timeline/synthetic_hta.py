@@ -39,6 +39,12 @@ TRACES = {
     ],
     # kernels [0.4, 10.6) and [20.2, 25.9): course busy 15.9 of a span of 25.5; HTA [1, 10) + [21, 25): 13 of 24
     "fractional_times": [*_pair("gemm", 0.4, 10.2, 1, 0.1), *_pair("relu", 20.2, 5.7, 2, 0.2)],
+    # whole-microsecond events but a [memory] instant at 3.5 us: HTA rounds the whole trace, kernel [0, 10.6) to
+    # [0, 10): course busy 10.6, HTA busy 10
+    "fractional_instant": [
+        {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 3.5, "args": {"Total Allocated": 8}},
+        *_pair("gemm", 0, 10.6, 1, -5),
+    ],
     # steps [0, 100) and [100, 200); gemm launched at 10; relu's launch at 150, in the last step, but an operator
     # sharing its correlation id starts at 50: the course leaves relu out (busy 20), HTA keeps it (busy 30)
     "late_launch": [
