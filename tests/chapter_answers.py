@@ -72,7 +72,7 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch06_q6_answer": 'faster_step_always_cheaper = "false"',
     },
     "07_feed_the_device.ipynb": {
-        "ch07_q1_answer": 'loader_no_workers = table.loc["workers=0", "loader_samples_per_s"]',
+        "ch07_q1_answer": 'restart_first_batch_ms = table.loc["workers=1", "first_batch_ms"]',
         "ch07_q2_answer": "persistent_cost_ratio = results[1].comparison.time_ratio",
         "ch07_q3_answer": "compiled_time_ratio = compile_cmp.time_ratio",
         "ch07_q4_answer": 'workers_compete_with = "b"',
@@ -316,12 +316,12 @@ DISPLAYED: dict[str, list[Shown]] = {
         # the settings table of section 3 (the profile's comparison above it also has a "workers=0" row)
         Shown(
             "ch07_q1_answer",
-            r"workers=0: loader alone ([\d,]+) samples/s \(95% interval",
+            r"workers=1: an epoch's first batch after ([\d.]+) ms \(95% interval",
             "{0}",
             {
-                "the loop's samples/s, not the loader's": 'table.loc["workers=0", "loop_samples_per_s"]',
-                "batches per second": "{0} / LoaderConfig().batch_size",
-                "samples per millisecond": "{0} / 1000",
+                "the persistent worker's": 'table.loc["workers=1, persistent", "first_batch_ms"]',
+                "no workers": 'table.loc["workers=0", "first_batch_ms"]',
+                "in seconds": "{0} / 1000",
             },
         ),
         Shown(

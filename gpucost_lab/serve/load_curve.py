@@ -40,6 +40,7 @@ class ServiceTime:
     median_ms: float
     cv2: float  # the squared coefficient of variation: variance / mean^2
     requests: int
+    with_queue_median_ms: float  # the median of the server's whole time per request, its wait for the model included
 
     @property
     def text(self) -> str:
@@ -58,7 +59,18 @@ def service_time_ms(phases: pd.DataFrame) -> ServiceTime:
         raise InputError("phases", "phases must hold at least one request's record, got none")
     mean = float(busy.mean())
     cv2 = float(busy.var(ddof=0)) / mean**2 if mean > 0 else 0.0
-    return ServiceTime(mean, float(busy.median()), cv2, int(busy.size))
+    whole = busy + phases["queue_ms"] if "queue_ms" in phases.columns else busy
+    return ServiceTime(mean, float(busy.median()), cv2, int(busy.size), float(whole.median()))
+
+
+def client_overhead_ms(light: LoadCurve, service: ServiceTime) -> float:
+    """What a request's latency holds beyond the server's own time at the lightest rate of ``light``: its p50 less
+    the median of the server's whole time per request (``service``, from the same run's records), queue included,
+    so that a light load the machine cannot keep up with (a busy machine) puts its queueing on the server's side
+    and not into the overhead; 0 when the server's time is the larger."""
+    if not isinstance(light, LoadCurve) or not isinstance(service, ServiceTime):
+        raise InputError("light", "client_overhead_ms takes a LoadCurve and the ServiceTime of the same run")
+    return max(0.0, float(light.table()["p50_ms"].iloc[0]) - service.with_queue_median_ms)
 
 
 @dataclass(frozen=True)
@@ -208,6 +220,7 @@ __all__ = [
     "LoadCurve",
     "ServiceTime",
     "capacity_qps",
+    "client_overhead_ms",
     "measure_load_curve",
     "plot_load_curve",
     "service_time_ms",

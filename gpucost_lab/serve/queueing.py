@@ -283,9 +283,10 @@ class Knee:
     servers: int
     quantile: float
     threshold_ms: float
-    no_load_latency_ms: float  # the quantile at no load: the service time's own quantile
+    no_load_latency_ms: float  # the quantile at no load: the service time's own quantile (plus the overhead)
     rate_per_s: float  # 0.0 when even an idle service passes the threshold
     criterion: str
+    overhead_ms: float = 0.0  # a fixed time per request beyond the server's: the client's, the connection's
 
     @property
     def utilisation(self) -> float:
@@ -299,8 +300,9 @@ class Knee:
                 f"{self.model}: the {label} at no load, {self.no_load_latency_ms:.4g} ms, already reaches "
                 f"{self.threshold_ms:.4g} ms ({self.criterion}): no offered load meets it"
             )
+        extra = f" + {self.overhead_ms:.1f} ms beyond the server" if self.overhead_ms else ""
         return (
-            f"{self.model}, {self.servers} server(s) of {self.service_ms:g} ms: the predicted {label} passes "
+            f"{self.model}, {self.servers} server(s) of {self.service_ms:g} ms{extra}: the predicted {label} passes "
             f"{self.threshold_ms:.4g} ms ({self.criterion}) above {self.rate_per_s:.4g} requests/s "
             f"(utilisation {self.utilisation:.0%})"
         )
@@ -314,17 +316,20 @@ def knee(
     factor: float | None = None,
     slo_ms: float | None = None,
     model: str = "M/M/c",
+    overhead_ms: float = 0.0,
 ) -> Knee:
-    """The offered rate at which the predicted ``quantile`` reaches ``factor`` x its no-load value or ``slo_ms``
-    (give exactly one). The quantile rises with the rate (C rises, c mu - lambda falls), so the rate is the one root
-    in [0, c mu), found with Brent's method (scipy.optimize.brentq)."""
+    """The offered rate at which the predicted ``quantile`` (plus ``overhead_ms``, a fixed time per request no
+    server phase holds) reaches ``factor`` x its no-load value or ``slo_ms`` (give exactly one). The quantile rises
+    with the rate (C rises, c mu - lambda falls), so the rate is the one root in [0, c mu), found with Brent's method
+    (scipy.optimize.brentq); 0.0 when the no-load value, overhead included, already reaches the threshold."""
     if (factor is None) == (slo_ms is None):
         raise InputError(
             "factor", f"factor or slo_ms: give exactly one of the two, got factor={factor!r}, slo_ms={slo_ms!r}"
         )
     p = _quantile(quantile)
     q = _queue(service_ms, servers, 0.0, model)
-    no_load = latency_quantile_ms(service_ms, servers, 0.0, p, model)
+    extra = non_negative("overhead_ms", overhead_ms)
+    no_load = latency_quantile_ms(service_ms, servers, 0.0, p, model) + extra
     if factor is not None:
         if positive("factor", factor) <= 1:
             raise InputError("factor", f"factor must be > 1 (the no-load value itself is the floor), got {factor!r}")
@@ -332,20 +337,24 @@ def knee(
     else:
         threshold, criterion = positive("slo_ms", slo_ms), f"the SLO of {slo_ms:g} ms"
     if no_load >= threshold:
-        return Knee(model, q.service_ms, q.servers, p, threshold, no_load, 0.0, criterion)
+        return Knee(model, q.service_ms, q.servers, p, threshold, no_load, 0.0, criterion, extra)
     from scipy.optimize import brentq
 
     capacity_per_s = q.servers / q.service_ms * 1000.0
     for halvings in range(1, 64):  # the quantile grows without bound towards capacity: a rate past the threshold
         high = capacity_per_s * (1.0 - 0.5**halvings)
-        if latency_quantile_ms(service_ms, servers, high, p, model) > threshold:
+        if latency_quantile_ms(service_ms, servers, high, p, model) + extra > threshold:
             break
     else:
-        return Knee(model, q.service_ms, q.servers, p, threshold, no_load, high, criterion)
+        return Knee(model, q.service_ms, q.servers, p, threshold, no_load, high, criterion, extra)
     rate = brentq(
-        lambda r: latency_quantile_ms(service_ms, servers, r, p, model) - threshold, 0.0, high, xtol=1e-12, rtol=1e-12
+        lambda r: latency_quantile_ms(service_ms, servers, r, p, model) + extra - threshold,
+        0.0,
+        high,
+        xtol=1e-12,
+        rtol=1e-12,
     )
-    return Knee(model, q.service_ms, q.servers, p, threshold, no_load, float(rate), criterion)
+    return Knee(model, q.service_ms, q.servers, p, threshold, no_load, float(rate), criterion, extra)
 
 
 __all__ = [

@@ -13,6 +13,7 @@ from gpucost_lab._validate import InputError
 from gpucost_lab.formatting import description
 from gpucost_lab.serve.load_curve import (
     LoadCurve,
+    client_overhead_ms,
     measure_load_curve,
     plot_load_curve,
     service_time_ms,
@@ -52,6 +53,22 @@ def test_phases_without_records_or_columns_are_refused(bad):
     with pytest.raises(InputError) as err:
         service_time_ms(bad)
     assert err.value.field == "phases"
+
+
+def test_the_whole_time_per_request_counts_the_queue_too():
+    # whole times: 10 + 50, 12 + 50, 16 + 50 ms (each record's queue is 50 ms): median 62
+    assert service_time_ms(_records([(1, 1, 2, 5, 1), (1, 1, 2, 7, 1), (1, 1, 2, 11, 1)])).with_queue_median_ms == 62.0
+
+
+def test_the_overhead_is_what_the_client_sees_beyond_the_servers_whole_time():
+    service = service_time_ms(_records([(1, 1, 2, 5, 1)] * 3))  # 10 ms busy + 50 ms queue per request
+    light = LoadCurve(100.0, 0.5, (_Run(20.0, tuple(float(i) for i in range(55, 76))),))  # p50: the 11th, 65 ms
+    # 65 - 60 = 5 ms: the queue a busy machine puts even into a light load stays on the server's side
+    assert client_overhead_ms(light, service) == 5.0
+    below = LoadCurve(100.0, 0.5, (_Run(20.0, (30.0, 31.0, 32.0)),))
+    assert client_overhead_ms(below, service) == 0.0  # the server's time is the larger: no overhead
+    with pytest.raises(InputError):
+        client_overhead_ms(light, 10.0)
 
 
 @dataclass

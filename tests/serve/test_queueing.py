@@ -241,6 +241,19 @@ def test_knee_at_an_slo():
     assert mdc.rate_per_s == pytest.approx(50.0, rel=1e-9)
 
 
+def test_knee_with_an_overhead_is_the_knee_of_the_slo_less_the_overhead():
+    # M/D/1 of 10 ms: p99 = 10 + ln(100 rho)/(2 (mu - lambda)); at 50/s, rho = 0.5: 10 + ln(50)/0.1 = 49.12 ms.
+    # With 5 ms beyond the server, the SLO that puts the knee at 50/s is 5 ms higher
+    shifted = q.knee(10, 1, 0.99, slo_ms=15 + math.log(50) / 0.1, model="M/D/c", overhead_ms=5.0)
+    assert shifted.rate_per_s == pytest.approx(50.0, rel=1e-9)
+    assert shifted.no_load_latency_ms == pytest.approx(15.0) and "+ 5.0 ms beyond the server" in shifted.reason
+    # an overhead that alone passes the SLO (a busy machine's client): no load meets it, and no error
+    late = q.knee(10, 1, 0.9, slo_ms=50, model="M/D/c", overhead_ms=170.0)
+    assert late.rate_per_s == 0.0 and "no offered load meets it" in late.reason
+    with pytest.raises(InputError):
+        q.knee(10, 1, 0.9, slo_ms=50, overhead_ms=-1.0)
+
+
 def test_knee_below_the_no_load_value_is_zero():
     knee = q.knee(10, 2, 0.99, slo_ms=40)  # the no-load p99 is 46 ms
     assert knee.rate_per_s == 0.0 and "no offered load meets it" in knee.reason
