@@ -295,12 +295,12 @@ class Knee:
     @property
     def reason(self) -> str:
         label = quantile_label(self.quantile)
+        extra = f" + {self.overhead_ms:.1f} ms beyond the server" if self.overhead_ms else ""
         if self.rate_per_s == 0:
             return (
-                f"{self.model}: the {label} at no load, {self.no_load_latency_ms:.4g} ms, already reaches "
+                f"{self.model}: the {label} at no load{extra}, {self.no_load_latency_ms:.4g} ms, already reaches "
                 f"{self.threshold_ms:.4g} ms ({self.criterion}): no offered load meets it"
             )
-        extra = f" + {self.overhead_ms:.1f} ms beyond the server" if self.overhead_ms else ""
         return (
             f"{self.model}, {self.servers} server(s) of {self.service_ms:g} ms{extra}: the predicted {label} passes "
             f"{self.threshold_ms:.4g} ms ({self.criterion}) above {self.rate_per_s:.4g} requests/s "

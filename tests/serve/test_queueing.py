@@ -250,6 +250,7 @@ def test_knee_with_an_overhead_is_the_knee_of_the_slo_less_the_overhead():
     # an overhead that alone passes the SLO (a busy machine's client): no load meets it, and no error
     late = q.knee(10, 1, 0.9, slo_ms=50, model="M/D/c", overhead_ms=170.0)
     assert late.rate_per_s == 0.0 and "no offered load meets it" in late.reason
+    assert "at no load + 170.0 ms beyond the server, 180 ms" in late.reason  # the p90 of a fixed 10 ms, plus 170
     with pytest.raises(InputError):
         q.knee(10, 1, 0.9, slo_ms=50, overhead_ms=-1.0)
 
