@@ -258,7 +258,7 @@ QUESTIONS: dict[str, Question] = {
         decimals=2,
     ),
     "08.1": Measured(
-        "08.1 Poisson p99 with the pause",
+        "08.1 Poisson p99 with the pause, at 40% of the closed loop's rate",
         _p99_interval,
         "the line 'Poisson arrivals: p99 ...' printed in section 2 (with its 95% interval)",
         significant=2,
