@@ -79,11 +79,13 @@ def _meta(cell):
 
 def _lever(student: str) -> str:
     """The lever for this learner's job: the first that targets their largest overhead phase (their lab's numbers
-    derive from their id, gpucost_lab.course.variants; the reference solution's own lever fits the self-study job)."""
+    derive from their id, gpucost_lab.course.variants), written as a literal so that a submission without section 3
+    still has one."""
     from gpucost_lab.course.variants import lab_variant
+    from gpucost_lab.grading.truth import lab_balance
     from gpucost_lab.loop.simulated import LOOP_LEVERS
 
-    seconds = lab_variant(LAB, student).loop().reference_balance().set_index("phase")["seconds"]
+    seconds = lab_balance(lab_variant(LAB, student).loop()).set_index("phase")["seconds"]
     largest = seconds.drop("forward_backward").idxmax()
     return next(name for name, (phase, _) in LOOP_LEVERS.items() if phase == largest)
 
@@ -101,7 +103,7 @@ def _submission(kind: str, student: str):
         if _meta(cell).get("solution") and gid not in left_out:
             cell.source = "\n".join(ln for ln in source[gid].source.splitlines() if "### " not in ln)
             if gid == "lab_decide":
-                cell.source = re.sub(r'^lever = ".*"$', f"lever = {_lever(student)!r}", cell.source, flags=re.M)
+                cell.source = re.sub(r"^lever = .*$", f"lever = {_lever(student)!r}", cell.source, flags=re.M)
         if gid == "lab_dominant" and kind == "exception":
             cell.source = 'raise RuntimeError("a learner bug")'
         if gid == "lab_dominant" and kind == "loop":

@@ -9,6 +9,15 @@ _ = object()
 file  # cli/errors.py: a parameter of warnings.showwarning's signature
 _.showwarning  # cli/main.py: the warnings module calls the hook assigned here
 call_dumps  # grading/answers.py: called by name in the code the grader evaluates in the learner's kernel
+call_send
+_.control_channel_class  # grading/run.py: jupyter_client's channel classes, traits of the kernel client
+_.iopub_channel_class
+_.stdin_channel_class
+_.shell_channel_class
+handle_comm_msg  # grading/run.py: nbclient calls these on the notebook client, display_id among their arguments
+_update_display_id
+_recv  # grading/run.py: jupyter_client's channel calls it for every message
+display_id
 _no_fsync  # grading/classes.py: an SQLAlchemy "connect" listener, registered by its decorator
 _.sanitize_preprocessors  # grading/course.py: nbgrader configuration traits
 _.force

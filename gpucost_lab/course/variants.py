@@ -21,6 +21,7 @@ checks' tolerance.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import os
 import random
@@ -29,7 +30,14 @@ from types import EllipsisType
 
 from gpucost_lab._validate import InputError
 from gpucost_lab.cost import DEFAULT_PRICE_PER_HOUR_USD
-from gpucost_lab.loop.simulated import LOOP_LEVERS, LOOP_SCENARIOS, LoopScenario, SimulatedTrainingLoop
+from gpucost_lab.loop.phases import PhaseTimer
+from gpucost_lab.loop.simulated import (
+    LOOP_LEVERS,
+    LOOP_SCENARIOS,
+    LoopScenario,
+    SimulatedTrainingLoop,
+    run_instrumented,
+)
 from gpucost_lab.memory.figures import DEFAULT_RESERVE_FRACTION
 from gpucost_lab.simulate.config import SCENARIOS, SimConfig
 
@@ -164,22 +172,42 @@ SELF_STUDY_PLAN = PlanLab(
 )
 
 
-def _loop_answers(lab: LoopLab) -> tuple[dict, float, dict]:
-    """(phase shares, wall hours, improved wall hours of each lever on the largest overhead phase)."""
-    balance = lab.loop().reference_balance().set_index("phase")
-    shares, wall_h = balance["share"].to_dict(), balance["seconds"].sum() / 3600
-    largest = balance["seconds"].drop("forward_backward").idxmax()
-    after = {
-        name: lab.loop().with_lever(name).run_uninstrumented() / 3600
-        for name, (phase, _) in LOOP_LEVERS.items()
-        if phase == largest
-    }
-    return shares, wall_h, after
+def _run(loop) -> tuple[dict, float]:
+    """(share of the run by phase, wall hours) of ``loop``'s whole run, timed as chapter 05 times it."""
+    timer = run_instrumented(loop, PhaseTimer(clock=loop.clock))
+    return {phase: s / timer.wall_s for phase, s in timer.seconds.items()}, timer.wall_s / 3600
+
+
+@functools.lru_cache(maxsize=1)
+def _self_study_shares() -> dict:
+    """The self-study job's phase shares (its text's numbers, public)."""
+    return _run(SELF_STUDY_LOOP.loop())[0]
+
+
+def _windows(lab: LoopLab) -> list[float]:
+    """The windows (hours) ``lab`` may get: none where its questions would not each have one clear answer far from
+    the self-study one. Only whether and where a job is admissible leaves here, never its answers."""
+    (shares, wall_h), study = _run(lab.loop()), _self_study_shares()
+    small, big = sorted((shares["eval"], shares["checkpoint"]))
+    largest = "eval" if shares["eval"] > shares["checkpoint"] else "checkpoint"
+    if big < _MIN_PHASE_RATIO * small or big <= _MIN_PHASE_RATIO * max(shares["data"], shares["logging"]):
+        return []
+    if (
+        abs(small + big - study["eval"] - study["checkpoint"]) < _MIN_SHARE_GAP
+        or abs(shares[largest] - study[largest]) < _MIN_SHARE_GAP
+    ):
+        return []
+    after = [_run(lab.loop().with_lever(name))[1] for name, (phase, _) in LOOP_LEVERS.items() if phase == largest]
+    # quarter hours from 80% of the best improved run to the whole run, away from every improved run's end
+    return [
+        w / 4
+        for w in range(int(min(after) * 3.2), int(wall_h * 4) + 1)
+        if all(abs(w / 4 - a) >= _MIN_WINDOW_MARGIN_H for a in after)
+    ]
 
 
 def _loop_lab(learner: str) -> LoopLab:
     rng = _rng("profile_training_loop", learner)
-    study, _, _ = _loop_answers(SELF_STUDY_LOOP)
     base = SELF_STUDY_LOOP.schedule
     while True:  # the first admissible draw: deterministic for the id
         schedule = dataclasses.replace(
@@ -192,22 +220,7 @@ def _loop_lab(learner: str) -> LoopLab:
         lab = LoopLab(
             learner, schedule, seed=rng.randrange(1, 2**31), price_per_hour_usd=rng.choice(PRICES_USD), window_hours=0.0
         )
-        shares, wall_h, after = _loop_answers(lab)
-        small, big = sorted((shares["eval"], shares["checkpoint"]))
-        largest = "eval" if shares["eval"] > shares["checkpoint"] else "checkpoint"
-        if big < _MIN_PHASE_RATIO * small or big <= _MIN_PHASE_RATIO * max(shares["data"], shares["logging"]):
-            continue
-        if (
-            abs(small + big - study["eval"] - study["checkpoint"]) < _MIN_SHARE_GAP
-            or abs(shares[largest] - study[largest]) < _MIN_SHARE_GAP
-        ):
-            continue
-        # quarter hours from 80% of the best improved run to the whole run, away from every improved run's end
-        windows = [
-            w / 4
-            for w in range(int(min(after.values()) * 3.2), int(wall_h * 4) + 1)
-            if all(abs(w / 4 - a) >= _MIN_WINDOW_MARGIN_H for a in after.values())
-        ]
+        windows = _windows(lab)
         if windows:
             return dataclasses.replace(lab, window_hours=rng.choice(windows))
 

@@ -2,7 +2,8 @@
 
 The learner's kernel runs the learner's code, so anything it holds may be forged: a float subclass whose
 comparisons always succeed, a patched library class, a replaced module. Nothing of it reaches the grader but
-**JSON text**. :func:`dumps` (run in the kernel) writes a value as JSON made of exact ``int``, ``float``, ``str``,
+**JSON text**, carried as base64 (:func:`send`) and read within stated bounds (:mod:`.wire`). :func:`dumps` (run in
+the kernel) writes a value as JSON made of exact ``int``, ``float``, ``str``,
 ``bool``, ``None``, lists and objects; :func:`loads` (run in the grader) reads it back with ``json`` and builds
 values only from that, so whatever the kernel did, the grader sees plain data or the few course types in
 :func:`course_types`, rebuilt by their own constructors in the grader's process from plain fields.
@@ -16,6 +17,7 @@ as plain data again (:mod:`gpucost_lab.grading.checks`).
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import functools
 import json
@@ -23,8 +25,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-#: Most characters one answer may take as JSON (a PhaseTimer of a long loop is ~2 MB).
-MAX_ANSWER_CHARS = 16_000_000
+from gpucost_lab.grading.wire import MAX_ANSWER_CHARS, MAX_ANSWER_VALUES, WireError, bounded_json
+
 #: Deepest nesting of lists, tuples and objects accepted.
 MAX_DEPTH = 32
 _PLAIN = (type(None), bool, int, str)
@@ -185,17 +187,27 @@ def call_dumps(namespace: dict, name: str, arguments: str) -> str:
     return dumps_value(namespace[name](*args, **kwargs))
 
 
+def send(namespace: dict, name: str) -> str:
+    """:func:`dumps` as base64 text, the form an answer crosses in (:func:`gpucost_lab.grading.wire.answer_text`)."""
+    return base64.b64encode(dumps(namespace, name).encode("utf-8")).decode("ascii")
+
+
+def call_send(namespace: dict, name: str, arguments: str) -> str:
+    """:func:`call_dumps` as base64 text."""
+    return base64.b64encode(call_dumps(namespace, name, arguments).encode("utf-8")).decode("ascii")
+
+
 # ---------------------------------------------------------------------------------------------- in the grader
 
 
 def loads(text: str, name: str) -> Any:
     """Read the answer ``name`` sent by :func:`dumps`: a value, :class:`Rejected`, or :class:`LearnerFunction`."""
-    if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
-        return Rejected(name, f"its JSON is longer than {MAX_ANSWER_CHARS:,} characters")
-    try:
-        sent = json.loads(text)
-    except (ValueError, RecursionError):
+    if not isinstance(text, str):
         return Rejected(name, "the kernel sent no readable answer")
+    try:
+        sent = bounded_json(text, MAX_ANSWER_CHARS, MAX_ANSWER_VALUES, "its JSON")
+    except WireError as why:
+        return Rejected(name, str(why))
     if not isinstance(sent, dict) or len(sent) != 1:
         return Rejected(name, "the kernel sent no readable answer")
     if "__missing__" in sent:

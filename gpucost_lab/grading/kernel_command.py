@@ -10,7 +10,11 @@ What the kernel sees, whoever grades:
 - the one host folder it must write, the kernel's sockets, inside the run folder (mode 0700, on ``/dev/shm`` where
   there is one, so its writes are memory, charged to the kernel's control group);
 - no network, its own process tree, no environment but the one set here: ``env -i`` clears it for ``prlimit`` and
-  bubblewrap too, whose process is the sandbox's PID 1 (its ``/proc/1/environ`` is readable from inside).
+  bubblewrap too, whose process is the sandbox's PID 1 (its ``/proc/1/environ`` is readable from inside);
+- no namespace, mount or other kernel interface of its own: bubblewrap loads :mod:`.seccomp`'s filter (from the run
+  folder, on :data:`SECCOMP_FD`) before it starts the kernel, so ``unshare -Urm`` is refused and the sized mounts
+  stay as they are;
+- not the grader's truth: the folder of :mod:`gpucost_lab.grading.truth` is an empty, read-only tmpfs inside.
 
 Where the grader is root, bubblewrap runs privileged (no user namespace) and ``setpriv`` drops to
 :data:`SANDBOX_UID`, a uid no account has, with no capabilities: files the kernel makes are that uid's, never root's,
@@ -25,6 +29,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from gpucost_lab.grading import seccomp
+
 #: The host uid (and gid) of a graded kernel when the grader is root: no account has it, nothing else runs as it.
 SANDBOX_UID = 64_321
 NOBODY = 65534  # the kernel's uid inside a user namespace (the grader is not root)
@@ -38,6 +44,10 @@ _LAUNCH = (
     'conn=$1; uid=$2; shift 2; chown "$uid:$uid" "$conn" || exit 97; '
     'while [ "$1" != "--" ]; do echo $$ > "$1" || exit 98; shift; done; shift; exec "$@"'
 )
+#: The descriptor bubblewrap reads the seccomp filter from, opened on the run folder's copy by :data:`_WITH_FILTER`.
+SECCOMP_FD = 3
+SECCOMP_FILE = "seccomp.bpf"
+_WITH_FILTER = f'exec {SECCOMP_FD}<"$0" || exit 96; exec "$@"'
 # Inside the sandbox: the submission's files into the working folder (a tmpfs), then the kernel.
 _COPY_IN = f'cp -R {SUBMISSION_DIR}/. {NOTEBOOK_DIR}/ && exec "$@"'
 
@@ -61,6 +71,7 @@ def prepare(work: Path) -> None:
     uid = SANDBOX_UID if privileged() else NOBODY
     (work / "passwd").write_text(f"grader:x:{uid}:{uid}:graded kernel:{HOME_DIR}:/bin/sh\n")
     (work / "group").write_text(f"grader:x:{uid}:\n")
+    seccomp.write(work / SECCOMP_FILE)
     if privileged():
         os.chown(work / "ipc", SANDBOX_UID, SANDBOX_UID)
         os.chmod(work / "ipc", 0o700)
@@ -101,6 +112,13 @@ def package_root() -> Path:
     import gpucost_lab
 
     return Path(gpucost_lab.__file__).resolve().parent.parent
+
+
+def truth_folder() -> Path:
+    """The folder of :mod:`gpucost_lab.grading.truth` (the labs' expected answers), which the kernel never sees."""
+    import gpucost_lab
+
+    return Path(gpucost_lab.__file__).resolve().parent / "grading" / "truth"
 
 
 def python_binds() -> list[str]:
@@ -157,7 +175,13 @@ def kernel_argv(work: Path, limits, env: dict[str, str], group) -> list[str]:
         "/usr/bin/env",
         "-i",
         *limits.prlimit(),
+        "/bin/sh",
+        "-c",
+        _WITH_FILTER,
+        str(work / SECCOMP_FILE),
         shutil.which("bwrap") or "bwrap",
+        "--seccomp",
+        str(SECCOMP_FD),
         *_mounts(work, limits),
         "--chdir",
         NOTEBOOK_DIR,
@@ -216,6 +240,7 @@ def _mounts(work: Path, limits) -> list[str]:
         str(work / "group"),
         "/etc/group",
         *python_binds(),
+        *_tmpfs(str(truth_folder()), 1, "0555"),  # over the grader's truth: an empty folder the kernel cannot fill
         "--proc",
         "/proc",
         "--dev",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import json
 import logging
@@ -16,12 +15,14 @@ from pathlib import Path
 
 import zmq
 from jupyter_client.asynchronous import AsyncKernelClient
-from nbformat.v4 import new_output
+from jupyter_client.channels import AsyncZMQSocketChannel
+from nbclient import NotebookClient
+from nbformat.v4 import new_output, output_from_msg
 from traitlets import default
 
 from gpucost_lab.course.variants import LEARNER_ENV
 from gpucost_lab.grading import answers as _answers
-from gpucost_lab.grading import confine, links
+from gpucost_lab.grading import confine, links, wire
 from gpucost_lab.grading import kernel_command as _command
 from gpucost_lab.grading import sandbox as _sandbox
 from gpucost_lab.grading.checks import (
@@ -34,25 +35,86 @@ from gpucost_lab.grading.checks import (
 )
 
 KERNEL_NAME = "gpucost-sandbox"
-_ANSWERS = "__import__('gpucost_lab.grading.answers', fromlist=['dumps'])"
+_ANSWERS = "__import__('gpucost_lab.grading.answers', fromlist=['send'])"
 _TIMEOUT_MARK = "gpucost_cell_timeout"  # in the execute reply nbclient makes up when a cell reaches its time limit
 MAX_OUTPUT_CHARS = 20_000  # per output of a learner's cell, kept in the graded notebook
+MAX_CELL_OUTPUT_CHARS = 10 * MAX_OUTPUT_CHARS  # all of one cell's outputs; past it, one note
+MAX_NOTEBOOK_OUTPUT_CHARS = 2_000_000  # all the notebook's outputs kept, as the grader holds them
 MAX_CELLS = 1000  # cells beyond this are not run; a lab has a few dozen
+MAX_MESSAGE_BYTES = wire.MAX_MESSAGE_BYTES
 
 
-#: Largest message the grader takes from the learner's kernel, checked by ZeroMQ as it arrives (a larger one is
-#: dropped unread): one answer of MAX_ANSWER_CHARS as the repr of its JSON text, with room for the message's frames.
-MAX_MESSAGE_BYTES = 2 * _answers.MAX_ANSWER_CHARS + 2**20
+class CappedChannel(AsyncZMQSocketChannel):
+    """A channel that reads each message within ``wire.MAX_FRAMES`` frames and :data:`MAX_MESSAGE_BYTES` bytes
+    (:func:`.wire.read_frames`), and drops one over them, or a part of it over ``wire.MAX_MESSAGE_VALUES`` values, or
+    one the session cannot read, as if it had not come."""
+
+    async def _recv(self, **kwargs):
+        while True:
+            frames = await wire.read_frames(self.socket)
+            if frames is not None:
+                try:
+                    return self.session.deserialize(self.session.feed_identities(frames)[1])
+                except (ValueError, KeyError, TypeError):  # wire.WireError is a ValueError
+                    pass
+            if not await self.socket.poll(0):
+                raise queue.Empty
 
 
 class CappedClient(AsyncKernelClient):
-    """The grader's client of the learner's kernel: ZeroMQ refuses any message over :data:`MAX_MESSAGE_BYTES`."""
+    """The grader's client of the learner's kernel: ZeroMQ refuses any frame over :data:`MAX_MESSAGE_BYTES`, every
+    channel reads within :mod:`.wire`'s bounds, and the session parses each part with :func:`.wire.unpack`."""
+
+    shell_channel_class = CappedChannel
+    iopub_channel_class = CappedChannel
+    stdin_channel_class = CappedChannel
+    control_channel_class = CappedChannel
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.session.unpack = wire.unpack  # the kernel manager's session too: it reads nothing else
 
     @default("context")
     def _capped_context(self):
         context = super()._context_default()
         context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
         return context
+
+
+class CappedNotebookClient(NotebookClient):
+    """nbclient, keeping of the learner's outputs only what :data:`MAX_OUTPUT_CHARS`, :data:`MAX_CELL_OUTPUT_CHARS`
+    and :data:`MAX_NOTEBOOK_OUTPUT_CHARS` allow, as they arrive; widget messages and display updates (which would
+    grow an output already kept) are not kept at all."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, store_widget_state=False, **kwargs)
+        self._kept_chars: dict[int, int] = {}
+
+    def output(self, outs, msg, display_id, cell_index):
+        try:
+            out = output_from_msg(msg)
+        except ValueError:
+            return None
+        if self.clear_before_next_output:
+            outs[:] = []
+            self.clear_before_next_output = False
+        out = _truncate([out])[0]
+        size = len(json.dumps(out))
+        cell = self._kept_chars.get(cell_index, 0)
+        if cell > MAX_CELL_OUTPUT_CHARS or sum(self._kept_chars.values()) > MAX_NOTEBOOK_OUTPUT_CHARS:
+            return None  # the note below is kept already
+        self._kept_chars[cell_index] = cell + size
+        if cell + size > MAX_CELL_OUTPUT_CHARS or sum(self._kept_chars.values()) > MAX_NOTEBOOK_OUTPUT_CHARS:
+            self._kept_chars[cell_index] = MAX_CELL_OUTPUT_CHARS + 1
+            out = new_output("stream", name="stdout", text="[more output of this cell was not kept when graded]\n")
+        outs.append(out)
+        return out
+
+    def handle_comm_msg(self, outs, msg, cell_index):
+        return None
+
+    def _update_display_id(self, display_id, msg):
+        return None
 
 
 class _Kernel:
@@ -68,7 +130,7 @@ class _Kernel:
         It imports the gpucost_lab package (seconds, more on a busy machine): left to the first answer fetched, that
         import would count against the per-cell limit, and an honest learner could lose every point to a slow
         machine. None once loaded, else why not."""
-        text, why = self._evaluate(f"{_ANSWERS}.__name__", wait_s)
+        text, why = self._evaluate(f"{_ANSWERS}.send({{}}, '')", wait_s)
         return None if text is not None else why
 
     def probe(self, wait_s: float) -> bool:
@@ -76,7 +138,7 @@ class _Kernel:
 
         Asked after a cell reached its time limit: code that breaks the kernel itself (a builtin replaced, say)
         leaves it unable to reply to anything, and the later cells are then not sent to it."""
-        self._evaluate("'ok'", wait_s)
+        self._evaluate("''", wait_s)
         if self.dead:
             self.stopped = (
                 f"the kernel had stopped answering: no reply within {wait_s:g} s after a cell reached "
@@ -85,8 +147,9 @@ class _Kernel:
         return not self.dead
 
     def _evaluate(self, expression: str, wait_s: float | None = None) -> tuple[str | None, str]:
-        """(JSON text, "") or (None, why) for one expression evaluated in the learner's namespace, waiting at most
-        ``wait_s`` (default: the per-cell limit) for the reply."""
+        """(text, "") or (None, why) for one expression evaluated in the learner's namespace, waiting at most
+        ``wait_s`` (default: the per-cell limit) for the reply: its value is base64 text, decoded here without
+        evaluating anything (:func:`.wire.answer_text`)."""
         from jupyter_core.utils import run_sync
 
         if self.dead:
@@ -112,14 +175,11 @@ class _Kernel:
             result = content.get("user_expressions", {}).get("a", {}) if content.get("status") == "ok" else {}
             if result.get("status") != "ok":
                 return None, f"{result.get('ename') or 'an error'}: {str(result.get('evalue') or '')[:300]}"
-            text = result.get("data", {}).get("text/plain", "")
-            if not isinstance(text, str) or len(text) > 2 * _answers.MAX_ANSWER_CHARS:
-                return None, "the kernel sent an answer too large to read"
+            data = result.get("data")
             try:
-                value = ast.literal_eval(text)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                return None, "the kernel sent no readable answer"
-            return (value, "") if isinstance(value, str) else (None, "the kernel sent no readable answer")
+                return wire.answer_text(data.get("text/plain") if isinstance(data, dict) else None), ""
+            except wire.WireError as why:
+                return None, f"the kernel sent no readable answer: {why}"
 
         try:
             return run_sync(ask)()
@@ -128,12 +188,12 @@ class _Kernel:
             return None, f"the kernel could not be reached ({type(err).__name__})"
 
     def fetch(self, name: str):
-        text, why = self._evaluate(f"{_ANSWERS}.dumps(globals(), {name!r})")
+        text, why = self._evaluate(f"{_ANSWERS}.send(globals(), {name!r})")
         return _answers.loads(text, name) if text is not None else _answers.Rejected(name, why)
 
     def call(self, name: str, args: tuple, kwargs: dict):
         payload = _answers.dumps_value((tuple(args), dict(kwargs)))
-        text, why = self._evaluate(f"{_ANSWERS}.call_dumps(globals(), {name!r}, {payload!r})")
+        text, why = self._evaluate(f"{_ANSWERS}.call_send(globals(), {name!r}, {payload!r})")
         if text is None:
             raise LearnerError(f"{name}(...) {why}")
         value = _answers.loads(text, f"the result of {name}(...)")
@@ -225,7 +285,6 @@ def _fill(work: Path, folder: Path, source_folder: Path | None, checks_dir: Path
 def _client(nb, work: Path, limits: _sandbox.Limits, sandboxed: bool, env: dict[str, str], group, timeout_s: int):
     """The learner's kernel's manager (its kernelspec in ``work``) and the nbclient that runs ``nb`` in it."""
     from jupyter_client.manager import AsyncKernelManager
-    from nbclient import NotebookClient
 
     km = AsyncKernelManager(
         client_class="gpucost_lab.grading.run.CappedClient",
@@ -235,7 +294,7 @@ def _client(nb, work: Path, limits: _sandbox.Limits, sandboxed: bool, env: dict[
         ip=str(work / "ipc" / "kernel"),
         connection_file=str(work / "connection.json"),
     )
-    client = NotebookClient(
+    client = CappedNotebookClient(
         nb,
         km=km,
         timeout=timeout_s,

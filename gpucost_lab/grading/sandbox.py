@@ -5,9 +5,11 @@ its own process tree, no environment of the grader's, and a file system made of 
 files of ``/etc``, this Python and the ``gpucost_lab`` package, plus sized tmpfs mounts of its own
 (:mod:`.kernel_command`). The course folder, ``solutions/``, the gradebook, the answer keys, ``/etc/shadow`` and
 other submissions are simply not there. Where the grader is root the kernel is a uid no account has, without
-capabilities, never root in disguise. ``prlimit`` caps each process's address space, CPU time, file sizes and the
-uid's processes; a control group (:mod:`.confine`) caps the memory and the number of all its processes together,
-tmpfs included; the grader stops it at the notebook's total time limit.
+capabilities, never root in disguise. A seccomp filter (:mod:`.seccomp`) refuses what would undo the rest:
+new namespaces (``unshare -Urm``), mounts, ``ptrace``, ``keyctl``, ``bpf`` and the like. ``prlimit`` caps each
+process's address space, CPU time, file sizes and the uid's processes; a control group (:mod:`.confine`) caps the
+memory and the number of all its processes together, tmpfs included; the grader stops it at the notebook's total
+time limit.
 
 Where no sandbox can be made (``bwrap``, ``prlimit`` or ``setpriv`` missing, user namespaces forbidden, no control
 group) every grading entry point refuses before it touches a submission (:func:`require`), with one line naming the
@@ -28,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpucost_lab.grading import confine
+from gpucost_lab.grading import confine, seccomp
 from gpucost_lab.grading import kernel_command as _command
 
 
@@ -158,10 +160,29 @@ def unavailable_reason() -> str | None:
             )
     if _command.privileged() and _has_account(_command.SANDBOX_UID):
         return f"uid {_command.SANDBOX_UID}, the graded kernel's, belongs to an account here; it must be unused"
+    if seccomp.problem():
+        return seccomp.problem()
     try:
-        probe = subprocess.run(
+        probe = _probe()
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"bwrap could not run: {err}"
+    if probe.returncode != 0:
+        return _namespace_problem(probe.stderr, probe.returncode)
+    return None
+
+
+def _probe() -> subprocess.CompletedProcess:
+    """A sandbox made as a graded kernel's is (its namespaces, its seccomp filter), running ``true``."""
+    import tempfile
+
+    with tempfile.TemporaryFile() as program:
+        program.write(seccomp.program())
+        program.seek(0)
+        return subprocess.run(
             [
                 "bwrap",
+                "--seccomp",
+                str(program.fileno()),
                 *_command.system_binds(),
                 "--proc",
                 "/proc",
@@ -176,12 +197,8 @@ def unavailable_reason() -> str | None:
             capture_output=True,
             text=True,
             timeout=30,
+            pass_fds=(program.fileno(),),
         )
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"bwrap could not run: {err}"
-    if probe.returncode != 0:
-        return _namespace_problem(probe.stderr, probe.returncode)
-    return None
 
 
 def _namespace_problem(stderr: str, status: int) -> str:

@@ -62,8 +62,8 @@ def balance_table(
     ``phase, seconds, share, calls, cost_usd``. share = seconds / ``wall_s``; cost_usd = seconds x
     ``price_per_hour_usd`` / 3600, the price being the stated assumption.
 
-    :meth:`PhaseTimer.balance` and the simulated loop's true balance
-    (:meth:`gpucost_lab.loop.simulated.SimulatedTrainingLoop.reference_balance`) are both this table.
+    :meth:`PhaseTimer.balance` and the simulated loop's window balance
+    (:meth:`gpucost_lab.loop.simulated.SimulatedTrainingLoop.window_balance`) are both this table.
     """
     price = positive("price_per_hour_usd", price_per_hour_usd)
     if not isinstance(seconds, Mapping) or not seconds:

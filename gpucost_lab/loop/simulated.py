@@ -4,14 +4,12 @@ the lab "Profile a Training Loop").
 :class:`SimulatedTrainingLoop` has the calls of a real loop (``load_batch``, ``forward_backward``, ``evaluate``,
 ``save_checkpoint``, ``log_metrics``) but no sleeps: each call advances a simulated clock, ``loop.clock``, by its
 phase's duration, so ``PhaseTimer(clock=loop.clock)`` times it exactly and a whole night's run takes a fraction
-of a second. :func:`run_instrumented` is the instrumented loop the course shows; ``run_uninstrumented`` is the
-ground truth it must agree with.
+of a second. :func:`run_instrumented` is the instrumented loop chapter 05 shows. The loop hands out no truth of its
+own: the lab's expected answers are the grader's (:mod:`gpucost_lab.grading.truth`, from its own copy of the loop).
 
 Where the durations come from: the GPU-timeline simulator, the model chapter 02's traces show, timed as a
 synchronized phase timer sees it and scaled so one simulated microsecond becomes a loop millisecond
-(:mod:`gpucost_lab.loop.costs` derives them). Phase names are :data:`gpucost_lab.loop.phases.PHASES`, and the true
-balance (:meth:`SimulatedTrainingLoop.reference_balance`) is :func:`gpucost_lab.loop.phases.balance_table`, the table
-a :class:`~gpucost_lab.loop.phases.PhaseTimer` gives.
+(:mod:`gpucost_lab.loop.costs` derives them). Phase names are :data:`gpucost_lab.loop.phases.PHASES`.
 
 Every call's duration is its base duration times uniform(0.95, 1.05) (the simulator's CPU_JITTER), the k-th draw
 of a ``random.Random`` per phase seeded with ``f"{seed}:{phase}"`` for the k-th call of that phase **in the current
@@ -118,7 +116,7 @@ class SimulatedTrainingLoop:
     schedules, :mod:`gpucost_lab.course.variants`). ``steps`` defaults to the scenario's. ``levers``
     (names in :data:`LOOP_LEVERS`) are applied at construction;
     :meth:`with_lever` returns a new loop with one more. ``price_per_hour_usd`` (a stated assumption) prices
-    :meth:`reference_balance`.
+    :meth:`window_balance`.
     """
 
     def __init__(
@@ -314,41 +312,6 @@ class SimulatedTrainingLoop:
             {p: seconds[p] for p in seen}, {p: calls[p] for p in seen}, end_s - start_s, self.price_per_hour_usd
         )
 
-    # -- ground truth --------------------------------------------------------------------------------------------
-    def _replica(self) -> SimulatedTrainingLoop:
-        return SimulatedTrainingLoop(self._base, self.steps, self.seed, self.price_per_hour_usd, self.levers)
-
-    def _run(self) -> None:
-        for step in range(1, self.steps + 1):  # the same calls, in the same order, as run_instrumented
-            self.load_batch()
-            self.forward_backward()
-            if self.should_evaluate(step):
-                self.evaluate()
-            if self.should_checkpoint(step):
-                self.save_checkpoint()
-            self.log_metrics()
-
-    def run_uninstrumented(self) -> float:
-        """Total simulated seconds of the whole loop (run on a fresh copy; this loop's clock is left alone)."""
-        fresh = self._replica()
-        fresh._run()
-        return fresh.clock()
-
-    def reference_balance(self) -> pd.DataFrame:
-        """The true balance of the whole loop (run on a fresh copy), by the table ``PhaseTimer.balance`` gives
-        (:func:`gpucost_lab.loop.phases.balance_table`): ``phase, seconds, share, calls, cost_usd``, most seconds first
-        (on a tie, the first in :data:`PHASES`); phases never called are left out."""
-        fresh = self._replica()
-        fresh._run()
-        seconds, calls = dict.fromkeys(PHASES, 0.0), dict.fromkeys(PHASES, 0)
-        for phase, start, end in fresh._history:
-            seconds[phase] += end - start
-            calls[phase] += 1
-        called = [p for p in PHASES if calls[p]]
-        return balance_table(
-            {p: seconds[p] for p in called}, {p: calls[p] for p in called}, fresh.clock(), self.price_per_hour_usd
-        )
-
     def with_lever(self, name: str) -> SimulatedTrainingLoop:
         """A new, unrun loop with the same scenario, steps, seed and price, and lever ``name`` added."""
         one_of("lever", name, LOOP_LEVERS)
@@ -361,7 +324,8 @@ def run_instrumented(loop: SimulatedTrainingLoop, timer):
     """Run ``loop`` from its start with every phase inside ``timer.phase(name)``; returns ``timer``.
 
     ``timer`` is a :class:`gpucost_lab.loop.phases.PhaseTimer` on the loop's clock, ``PhaseTimer(clock=loop.clock)``;
-    its wall time then equals ``loop.run_uninstrumented()``.
+    its wall time is then the loop's whole run. Each step's calls are data, forward_backward, eval and checkpoint when
+    due, then logging (chapter 05's loop; the lab's logs before eval and checkpoint).
     """
     if not isinstance(loop, SimulatedTrainingLoop):
         raise InputError("loop", f"loop must be a SimulatedTrainingLoop, got {type(loop).__name__}")

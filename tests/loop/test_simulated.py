@@ -13,7 +13,7 @@ import pytest
 
 from gpucost_lab import InputError
 from gpucost_lab.loop.costs import TIME_SCALE
-from gpucost_lab.loop.phases import PHASES, PhaseTimer
+from gpucost_lab.loop.phases import PHASES, PhaseTimer, balance_table
 from gpucost_lab.loop.simulated import (
     LOOP_LEVERS,
     LOOP_SCENARIOS,
@@ -30,6 +30,38 @@ def instrumented(scenario="eval_checkpoint_heavy", **kw):
     return loop, _learner_pass(loop, PhaseTimer(clock=loop.clock))
 
 
+def plain_run(loop):
+    """``loop`` run through its whole schedule with no timer at all (chapter 05's order); the loop, run."""
+    for step in range(1, loop.steps + 1):
+        loop.load_batch()
+        loop.forward_backward()
+        if loop.should_evaluate(step):
+            loop.evaluate()
+        if loop.should_checkpoint(step):
+            loop.save_checkpoint()
+        loop.log_metrics()
+    return loop
+
+
+def record_balance(loop):
+    """The balance of ``loop``'s run so far from the loop's own record of its calls (``history``), not a timer's."""
+    history = loop.history
+    seconds = history.groupby("phase", sort=False)["duration_s"].sum().to_dict()
+    calls = history["phase"].value_counts().to_dict()
+    return balance_table(seconds, {p: int(calls[p]) for p in seconds}, loop.clock(), loop.price_per_hour_usd)
+
+
+def truth(loop):
+    """The balance of a whole run of ``loop``, on a fresh copy of it (same scenario, steps, seed, price, levers)."""
+    return record_balance(
+        plain_run(SimulatedTrainingLoop(loop._base, loop.steps, loop.seed, loop.price_per_hour_usd, loop.levers))
+    )
+
+
+def total_s(loop):
+    return truth(loop)["seconds"].sum()
+
+
 def shares(balance):
     return dict(zip(balance["phase"], balance["share"]))
 
@@ -41,7 +73,7 @@ def seconds(balance):
 @pytest.mark.parametrize("scenario", list(LOOP_SCENARIOS))
 def test_the_instrumented_loop_gives_the_uninstrumented_total(scenario):
     loop, timer = instrumented(scenario)
-    assert timer.wall_s == loop.run_uninstrumented() == loop.clock()
+    assert timer.wall_s == plain_run(SimulatedTrainingLoop(scenario)).clock() == loop.clock()
     assert "unaccounted" not in timer.balance()["phase"].tolist()  # the phases partition the loop's time
 
 
@@ -55,14 +87,34 @@ def test_run_instrumented_is_the_same_loop():
 
 
 @pytest.mark.parametrize("scenario", list(LOOP_SCENARIOS))
-def test_the_timer_agrees_with_the_reference_balance(scenario):
+def test_the_timer_agrees_with_the_loop_s_own_record(scenario):
     """Two independent paths: the learner's PhaseTimer on the loop's clock, the loop's own record of its calls."""
     loop, timer = instrumented(scenario)
-    measured, truth = timer.balance(), loop.reference_balance()
-    assert measured["phase"].tolist() == truth["phase"].tolist()
-    assert measured["calls"].tolist() == truth["calls"].tolist()
+    measured, recorded = timer.balance(), record_balance(loop)
+    assert measured["phase"].tolist() == recorded["phase"].tolist()
+    assert measured["calls"].tolist() == recorded["calls"].tolist()
     for column in ("seconds", "share", "cost_usd"):
-        assert measured[column].tolist() == pytest.approx(truth[column].tolist(), rel=1e-9)
+        assert measured[column].tolist() == pytest.approx(recorded[column].tolist(), rel=1e-9)
+
+
+def test_the_loop_hands_out_no_truth_of_its_own():
+    # the lab's expected answers are the grader's (gpucost_lab.grading.truth): no method of the learner's loop
+    # returns a balance or a wall time of a run it has not made
+    loop = SimulatedTrainingLoop()
+    assert not [name for name in ("reference_balance", "run_uninstrumented") if hasattr(loop, name)]
+    assert [name for name in dir(loop) if not name.startswith("_") and callable(getattr(loop, name))] == [
+        "clock",
+        "evaluate",
+        "forward_backward",
+        "load_batch",
+        "log_metrics",
+        "save_checkpoint",
+        "should_checkpoint",
+        "should_evaluate",
+        "utilization",
+        "window_balance",
+        "with_lever",
+    ]
 
 
 def test_calls_follow_the_schedule():
@@ -99,8 +151,8 @@ def test_eval_and_checkpoint_take_about_55_percent_of_the_heavy_loop():
     loop, timer = instrumented("eval_checkpoint_heavy")
     s = shares(timer.balance())
     assert 0.50 <= s["eval"] + s["checkpoint"] <= 0.60
-    truth = shares(loop.reference_balance())
-    assert truth["eval"] + truth["checkpoint"] == pytest.approx(s["eval"] + s["checkpoint"], rel=1e-9)
+    recorded = shares(record_balance(loop))
+    assert recorded["eval"] + recorded["checkpoint"] == pytest.approx(s["eval"] + s["checkpoint"], rel=1e-9)
     # by hand: 2000 x 2.2458 = 4491.6 s of steps, 80 x 22.73 = 1818.6 s of eval, 20 x 185 = 3700 s of checkpoint:
     # 10,010 s, of which eval + checkpoint 5518.6 s = 55.1%
     assert timer.wall_s == pytest.approx(hand_total_s(HAND_S["data_workers"], 2000, 80, 20), rel=0.03)
@@ -109,7 +161,7 @@ def test_eval_and_checkpoint_take_about_55_percent_of_the_heavy_loop():
 
 def test_data_dominates_the_stalled_loop():
     loop, timer = instrumented("data_stall")
-    assert timer.dominant() == "data" == loop.reference_balance()["phase"].iloc[0]
+    assert timer.dominant() == "data" == record_balance(loop)["phase"].iloc[0]
     # by hand: data 2000 x 5.24 = 10,480 s of 2000 x 7.3658 + 8 x 22.73 + 2 x 185 = 15,283 s: 68.6%
     assert shares(timer.balance())["data"] == pytest.approx(0.686, abs=0.02)
     assert timer.wall_s == pytest.approx(hand_total_s(HAND_S["data_no_workers"], 2000, 8, 2), rel=0.03)
@@ -119,29 +171,22 @@ def test_the_step_dominates_the_healthy_loop():
     loop, timer = instrumented("healthy")
     s = shares(timer.balance())
     assert timer.dominant() == "forward_backward" and s["forward_backward"] > 0.70
-    assert shares(loop.reference_balance())["forward_backward"] == pytest.approx(s["forward_backward"], rel=1e-9)
+    assert shares(record_balance(loop))["forward_backward"] == pytest.approx(s["forward_backward"], rel=1e-9)
     # by hand: 2000 x 2.1028 = 4205.6 s of 2000 x 2.2458 + 8 x 22.73 + 2 x 185 = 5043 s: 83.4%
     assert s["forward_backward"] == pytest.approx(0.834, abs=0.02)
 
 
 def test_deterministic_for_scenario_steps_and_seed():
     a, b = SimulatedTrainingLoop(seed=3, steps=300), SimulatedTrainingLoop(seed=3, steps=300)
-    a._run(), b._run()
+    plain_run(a), plain_run(b)
     assert a.history.equals(b.history)
     assert a.device_busy_intervals.equals(b.device_busy_intervals)
     c = SimulatedTrainingLoop(seed=4, steps=300)
-    c._run()
+    plain_run(c)
     assert c.clock() != a.clock()
     assert c.clock() == pytest.approx(a.clock(), rel=0.05)  # only the +-5% jitter differs
     durations = a.history["duration_s"] / a.history["phase"].map(a.per_call_s)
     assert durations.between(0.95, 1.05).all()
-
-
-def test_run_uninstrumented_leaves_the_loop_unrun():
-    loop = SimulatedTrainingLoop(steps=50)
-    total = loop.run_uninstrumented()
-    assert loop.clock() == 0.0 and loop.history.empty
-    assert loop.reference_balance()["seconds"].sum() == pytest.approx(total, rel=1e-12)
 
 
 LEVER_CASES = [  # (scenario, lever, targeted phase, expected seconds of that phase after / before, by hand)
@@ -158,19 +203,19 @@ def test_each_lever_shrinks_its_phase_and_the_total(scenario, lever, phase, rati
     base = SimulatedTrainingLoop(scenario)
     better = base.with_lever(lever)
     assert better.levers == (lever,) and base.levers == ()
-    before, after = seconds(base.reference_balance()), seconds(better.reference_balance())
+    before, after = seconds(truth(base)), seconds(truth(better))
     assert after[phase] < before[phase]
-    assert better.run_uninstrumented() < base.run_uninstrumented()
+    assert total_s(better) < total_s(base)
     assert after[phase] / before[phase] == pytest.approx(ratio, rel=0.1)  # +-5% jitter on each side
     for other in set(before) - {phase}:  # the k-th call of every other phase lasts exactly as long as before
         assert after[other] == pytest.approx(before[other], rel=1e-12)
-    saved = base.run_uninstrumented() - better.run_uninstrumented()
+    saved = total_s(base) - total_s(better)
     assert saved == pytest.approx(before[phase] - after[phase], rel=1e-9)  # Amdahl: only that phase shrank
 
 
 def test_a_paired_lever_is_exact_where_the_calls_are_the_same():
-    base = SimulatedTrainingLoop().reference_balance()
-    smaller = SimulatedTrainingLoop().with_lever("smaller_eval_set").reference_balance()
+    base = truth(SimulatedTrainingLoop())
+    smaller = truth(SimulatedTrainingLoop().with_lever("smaller_eval_set"))
     assert seconds(smaller)["eval"] == pytest.approx(seconds(base)["eval"] / 4, rel=1e-12)  # 16 of 64 batches
 
 
@@ -178,7 +223,7 @@ def test_levers_stack_and_are_named():
     loop = SimulatedTrainingLoop().with_lever("async_checkpoint").with_lever("eval_less_often")
     assert loop.levers == ("async_checkpoint", "eval_less_often")
     assert loop.schedule.eval_every == 100 and loop.schedule.checkpoint_every == 100
-    assert loop.run_uninstrumented() < SimulatedTrainingLoop().with_lever("async_checkpoint").run_uninstrumented()
+    assert total_s(loop) < total_s(SimulatedTrainingLoop().with_lever("async_checkpoint"))
     with pytest.raises(ValueError, match="already applied"):
         loop.with_lever("eval_less_often")
     names = "'eval_less_often', 'smaller_eval_set', 'async_checkpoint', 'checkpoint_less_often', 'more_loader_workers'"
@@ -199,7 +244,7 @@ def test_levers_stack_and_are_named():
 # -- the device timeline -----------------------------------------------------------------------------------------
 def test_the_gpu_is_busy_only_inside_forward_backward_and_eval():
     loop = SimulatedTrainingLoop(steps=100)
-    loop._run()
+    plain_run(loop)
     calls, busy = loop.history, loop.device_busy_intervals
     assert set(busy["phase"]) == {"forward_backward", "eval"}
     working = calls[calls["phase"].isin(["forward_backward", "eval"])].reset_index(drop=True)
@@ -234,7 +279,7 @@ def brute_force_utilization(loop, bin_s):
 
 def test_utilization_bins_agree_with_a_brute_force_count():
     loop = SimulatedTrainingLoop(steps=120)
-    loop._run()
+    plain_run(loop)
     fast, slow = loop.utilization(bin_s=7.0), brute_force_utilization(loop, 7.0)
     assert list(fast.columns) == ["start_s", "end_s", "gpu_utilization", "phase"]
     assert len(fast) == len(slow) == math.ceil(loop.clock() / 7.0)
@@ -324,10 +369,10 @@ def test_a_loop_with_a_schedule_of_its_own_runs_that_schedule():
         SimulatedTrainingLoop(dataclasses.replace(schedule, eval_every=0))
 
 
-def test_the_true_balance_is_the_timer_s_table():
+def test_the_loop_s_record_is_the_timer_s_table():
     small = LoopScenario("small", "healthy", steps=4, eval_every=2, eval_batches=1, checkpoint_every=4, description="")
     loop = SimulatedTrainingLoop(small)
-    ref = loop.reference_balance()
+    ref = truth(loop)
     # 4 steps: data, forward_backward and logging every step; eval after steps 2 and 4; one checkpoint after step 4
     assert dict(zip(ref["phase"], ref["calls"])) == {
         "data": 4,
@@ -370,14 +415,14 @@ def test_running_the_loop_again_replays_the_same_numbers():
     """A cell re-run (or copied and run) passes through the loop again: every phase lasts what it did the first
     time, and the history and utilization are the new pass's, from 0 s. The truth is a fresh loop's."""
     loop = SimulatedTrainingLoop("eval_checkpoint_heavy", steps=300, seed=7)
-    truth = loop.reference_balance().set_index("phase")["seconds"]
+    first = truth(loop).set_index("phase")["seconds"]
     passes = []
     for _ in range(3):
         timer = _learner_pass(loop, PhaseTimer(clock=loop.clock))
         passes.append((timer, loop.history.copy(), loop.utilization(bin_s=10).copy()))
     for timer, history, utilization in passes:
-        assert timer.wall_s == pytest.approx(truth.sum(), rel=1e-9)
-        for phase, seconds in truth.items():
+        assert timer.wall_s == pytest.approx(first.sum(), rel=1e-9)
+        for phase, seconds in first.items():
             assert timer.seconds[phase] == pytest.approx(seconds, rel=1e-9, abs=1e-9)
         assert history["start_s"].iloc[0] == 0.0 and len(history) == len(passes[0][1])
         pd.testing.assert_frame_equal(history, passes[0][1], rtol=1e-9)
@@ -394,10 +439,10 @@ def fixed():
 
 def test_the_whole_run_as_a_window_is_the_true_balance(fixed):
     whole = fixed.window_balance(0.0, fixed.clock())
-    truth = fixed.reference_balance()
-    assert list(whole["phase"]) == list(truth["phase"])
-    assert whole["seconds"].to_numpy() == pytest.approx(truth["seconds"].to_numpy(), rel=1e-12)
-    assert list(whole["calls"]) == list(truth["calls"])
+    whole_run = truth(fixed)
+    assert list(whole["phase"]) == list(whole_run["phase"])
+    assert whole["seconds"].to_numpy() == pytest.approx(whole_run["seconds"].to_numpy(), rel=1e-12)
+    assert list(whole["calls"]) == list(whole_run["calls"])
 
 
 def test_a_window_inside_the_checkpoint_blames_the_checkpoint_alone(fixed):
