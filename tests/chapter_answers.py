@@ -38,7 +38,7 @@ ANSWERS: dict[str, dict[str, str]] = {
     },
     "03_price_the_result.ipynb": {
         "ch03_q1_answer": "cost_per_sample_ratio = comparison.unit_cost_ratio",
-        "ch03_q2_answer": 'relative_cost_to_target = to_target["candidate"].value / to_target["baseline"].value',
+        "ch03_q2_answer": 'samples_to_target_ratio = samples["candidate"] / samples["baseline"]',
         "ch03_q3_answer": 'course_question = "more expensive"',
         "ch03_q4_answer": 'price_is = "assumption"',
     },
@@ -277,6 +277,7 @@ DISPLAYED: dict[str, list[Shown]] = {
             "{0}",
             {
                 "inverted: baseline over candidate": "1 / {0}",
+                "a percentage": "100 * {0}",
                 "the step-time ratio, the batch ignored": "comparison.time_ratio",
                 "the baseline's dollars per sample": 'cost_per_sample["baseline"].geomean',
                 "the throughput gain": "gain",
@@ -284,13 +285,13 @@ DISPLAYED: dict[str, list[Shown]] = {
         ),
         Shown(
             "ch03_q2_answer",
-            r"cost-to-target ratio from the table: ([\d.]+)",
+            r"samples to target, candidate over baseline: ([\d.]+)x \(batch (\d+)x, steps to target ([\d.]+)x\)",
             "{0}",
             {
                 "inverted: baseline over candidate": "1 / {0}",
-                "cost per sample only, steps ignored": "comparison.unit_cost_ratio",
-                "steps only, cost per step ignored": 'Estimate.of(quality["candidate"].steps_to_target_values).geomean'
-                ' / Estimate.of(quality["baseline"].steps_to_target_values).geomean',
+                "the change, not the factor": "{0} - 1",
+                "steps only, the batch ignored": "{2}",
+                "the batch's factor alone": "{1}",
             },
         ),
     ],
@@ -307,6 +308,7 @@ DISPLAYED: dict[str, list[Shown]] = {
             "{0}",
             {
                 "inverted: baseline over candidate": "1 / {0}",
+                "a percentage": "100 * {0}",
                 "the step-time ratio, steps to target ignored": 'plans["batch128-lr-scaled"].comparison.time_ratio',
                 "the other candidate's": 'plans["bf16-autocast"].decision.cost_ratio',
             },

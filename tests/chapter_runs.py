@@ -1,41 +1,32 @@
 """Each chapter executed once per kind of run; the chapter tests read these runs (the ``chapter_run`` fixture).
 
-Three kinds, each in a fresh kernel and a scratch working directory (a chapter must not depend on its own folder):
+Three kinds, each in a fresh kernel and a scratch working directory (a chapter must not depend on its own folder),
+and each with a store of measured intervals (``measured_answers``) of its own whose contents the run states, never
+one that earlier tests filled, so the runs pass or fail alike in any order:
 
-- "answered": the reference answers of ``chapter_answers.ANSWERS`` in the answer cells. Chapters whose verdicts
-  rest on timings (``UNDER_LOAD``: 03, 06, 07 and 08) run with two CPU-bound programs busy beside them, the chapter's
-  under-load checks appended as a last cell. Then, in the same kernel and with the busy programs stopped, every row
-  of ``chapter_answers.DISPLAYED`` is probed: the answer as displayed, the answer rounded as asked, and each
-  plausible mistake go into a copy of the answer cell, followed by its check cell.
-- "as committed": the placeholders as committed.
-- "spoiled": each reference answer's value perturbed (numbers scaled and shifted, anything else replaced), in a kernel
-  with an empty store of measured intervals (``measured_answers``): the spoiled run checks that a wrong answer lies
-  outside the interval the run prints. What earlier runs printed is the re-run's subject: a spoiled answer is 1.5x
-  the run's own figure, and where the load changed between runs (a loaded run measures a loader 1.5x slower) an
-  earlier interval may hold it.
+- "answered": the reference answers of ``chapter_answers.ANSWERS`` in the answer cells, an empty store. Chapters
+  whose verdicts rest on timings (``UNDER_LOAD``: 03, 06, 07 and 08) run with two CPU-bound programs busy beside
+  them, the chapter's under-load checks appended as a last cell. Then, in the same kernel and with the busy programs
+  stopped, every row of ``chapter_answers.DISPLAYED`` is probed: the answer as displayed, the answer rounded as
+  asked, and each plausible mistake go into a copy of the answer cell, followed by its check cell. A measured row is
+  probed once more with a store seeded with an interval wide enough to hold the answer and every mistake (what a
+  busy run may print): the answer still passes and every mistake still fails.
+- "as committed": the placeholders as committed, an empty store.
+- "spoiled": each reference answer's value perturbed (numbers scaled and shifted, anything else replaced), an empty
+  store: the spoiled run checks that a wrong answer lies outside the interval the run prints.
 - "re-run": a chapter with measured questions (``RERUN``) run again after its answered run, under the same load, each
   numeric answer cell holding as a literal the figure the answered run displayed (``DISPLAYED``), as a learner who
-  read it on the first Run All would have typed it; the other answers are the reference ones.
-
-The busy programs take both cores of a 2-core machine, so every timing in those chapters is disturbed. What must
-still hold, on top of every cell passing: no interval goes negative or excludes its own centre, the relative cost
-chapter 03 prints equals the ratio of the costs in its table, no verdict contradicts its interval, and chapter 06's
-gate either reaches the quiet machine's decisions (promote batch128-lr-scaled; bf16-autocast and tiny-model fall
-back) or says "inconclusive" and falls back: it never promotes what a quiet machine refuses; chapter 07's loader
-changes and torch.compile say what a quiet machine says (a new worker per epoch slower, persistent workers and the
-compiled step faster) or "inconclusive", and each price follows its verdict; chapter 08's serialization fix is
-"faster" or "inconclusive" and batching's p50 "slower" or "inconclusive", the Poisson p99 of the paused server stays
-above twice the closed loop's, every rate's SLO verdict follows its interval, and the noisy phase is still the one the
-pause sits in. The answered run
-carries these checks because it is the one run in which every cell must pass, so a separate run would only repeat
-it; the checks read the chapter's own objects, not its answers.
+  read it on the first Run All would have typed it; the other answers are the reference ones. Its store holds what
+  the answered run kept (a copy of that run's store), as a learner's second Run All finds the first one's.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -122,6 +113,7 @@ class ChapterRun:
     under_load_check: int | None = None  # index of the appended under-load check cell
     probes: int = 0  # answers and mistakes put into an answer cell, each followed by its check cell
     probe_problems: list[str] = field(default_factory=list)
+    store: Path | None = None  # the run's own store of measured intervals (measured_answers)
 
     def errors(self) -> list[int]:
         """Indices of the code cells that raised."""
@@ -171,16 +163,21 @@ def busy_programs(n: int):
             p.wait()
 
 
-def run_chapter(path: Path, kind: str, workdir: Path, answers: dict[str, str] | None = None) -> ChapterRun:
-    """Execute the chapter at ``path`` as ``kind`` says, in ``workdir`` (``answers``: a re-run's, by grade_id)."""
-    assert kind in KINDS and (answers is not None) == (kind == "re-run"), kind
+def run_chapter(
+    path: Path, kind: str, workdir: Path, answers: dict[str, str] | None = None, seed_store: Path | None = None
+) -> ChapterRun:
+    """Execute the chapter at ``path`` as ``kind`` says, in ``workdir`` (``answers``: a re-run's, by grade_id), with
+    a store of measured intervals of its own: empty, or a copy of ``seed_store`` (a re-run's)."""
+    assert kind in KINDS and (answers is not None) == (kind == "re-run") == (seed_store is not None), kind
     nb = nbformat.read(path, as_version=4)
     answers = answers if answers is not None else ANSWERS.get(path.name, {})
     for cell in nb.cells:
         gid = meta(cell).get("grade_id")
         if meta(cell).get("solution") and gid in answers and kind != "as committed":
             cell.source = spoiled(answers[gid]) if kind == "spoiled" else answers[gid]
-    run = ChapterRun(path, kind, nb)
+    run = ChapterRun(path, kind, nb, store=workdir / f"{path.stem}-measured-store.json")
+    if seed_store is not None and seed_store.exists():
+        shutil.copyfile(seed_store, run.store)
     if kind == "answered" and path.name in UNDER_LOAD:
         nb.cells.append(nbformat.v4.new_code_cell(UNDER_LOAD[path.name]))
         run.under_load_check, run.busy_programs = len(nb.cells) - 1, BUSY_PROGRAMS
@@ -193,15 +190,12 @@ def run_chapter(path: Path, kind: str, workdir: Path, answers: dict[str, str] | 
         allow_errors=True,
         resources={"metadata": {"path": str(workdir)}},
     )
-    env = None
-    if kind == "spoiled":
-        env = {**os.environ, measured_answers.STORE_ENV: str(workdir / f"{path.stem}-spoiled-store.json")}
-    with client.setup_kernel(**({} if env is None else {"env": env})):
+    with client.setup_kernel(env={**os.environ, measured_answers.STORE_ENV: str(run.store)}):
         with busy_programs(run.busy_programs):
             for index, cell in enumerate(list(nb.cells)):
                 client.execute_cell(cell, index)
         if kind == "answered" and path.name in DISPLAYED:
-            run.probes, run.probe_problems = _probe_displayed(client, nb, path)
+            run.probes, run.probe_problems = _probe_displayed(client, nb, path, workdir)
     return run
 
 
@@ -254,7 +248,7 @@ def _probe(client: NotebookClient, nb, code: str, check_source: str) -> str:
 MISSED = ("AssertionError", "Miss")  # a check's exception names when the answer is wrong
 
 
-def _probe_displayed(client: NotebookClient, nb, path: Path) -> tuple[int, list[str]]:
+def _probe_displayed(client: NotebookClient, nb, path: Path, workdir: Path) -> tuple[int, list[str]]:
     """How many probes ran, and each row's right answers that fail and mistakes that do not fail with AssertionError."""
     committed = nbformat.read(path, as_version=4)
     probes, problems = 0, []
@@ -268,18 +262,60 @@ def _probe_displayed(client: NotebookClient, nb, path: Path) -> tuple[int, list[
         name, check = committed.cells[i].source.split("=", 1)[0].strip(), nb.cells[i + 1].source
         answer = row.answer.format(*shown)
         right = {"as displayed": answer, "rounded as asked": rounded(answer, row.answer_cell)}
-        for label, expression in right.items():
-            if expression is not None:
-                probes += 1
-                verdict = _probe(client, nb, f"{name} = {expression}", check)
-                if verdict != "passed":
-                    problems.append(f"{row.answer_cell} {label} ({expression}) should pass: {verdict}")
-        for mistake, expression in row.mistakes.items():
-            probes += 1
-            verdict = _probe(client, nb, f"{name} = {expression.format(*shown)}", check)
-            if not verdict.startswith(MISSED):
-                problems.append(f"{row.answer_cell} mistake {mistake!r} should fail: {verdict}")
+        mistakes = {mistake: expression.format(*shown) for mistake, expression in row.mistakes.items()}
+        n, found = _probe_row(client, nb, name, check, right, mistakes)
+        probes, problems = probes + n, problems + [f"{row.answer_cell} {p}" for p in found]
+        if isinstance(question_of(row.answer_cell), Measured):
+            store = workdir / f"{row.answer_cell}-seeded-store.json"
+            with _seeded_store(client, nb, question_of(row.answer_cell).label, [answer, *mistakes.values()], store):
+                n, found = _probe_row(client, nb, name, check, {"as displayed": answer}, mistakes)
+            probes, problems = probes + n, problems + [f"{row.answer_cell} (wide interval kept) {p}" for p in found]
     return probes, problems
+
+
+def _probe_row(client, nb, name: str, check: str, right: dict, mistakes: dict) -> tuple[int, list[str]]:
+    """Each right answer must pass and each mistake fail with AssertionError: the probes run, and what went wrong."""
+    probes, problems = 0, []
+    for label, expression in right.items():
+        if expression is not None:
+            probes += 1
+            verdict = _probe(client, nb, f"{name} = {expression}", check)
+            if verdict != "passed":
+                problems.append(f"{label} ({expression}) should pass: {verdict}")
+    for mistake, expression in mistakes.items():
+        probes += 1
+        verdict = _probe(client, nb, f"{name} = {expression}", check)
+        if not verdict.startswith(MISSED):
+            problems.append(f"mistake {mistake!r} should fail: {verdict}")
+    return probes, problems
+
+
+def _run_code(client: NotebookClient, nb, code: str) -> None:
+    cell = nbformat.v4.new_code_cell(code)
+    nb.cells.append(cell)
+    client.execute_cell(cell, len(nb.cells) - 1)
+    del nb.cells[-1]
+    assert not _error_outputs(cell), _error_outputs(cell)
+
+
+@contextlib.contextmanager
+def _seeded_store(client: NotebookClient, nb, label: str, expressions: list[str], store: Path):
+    """The kernel reads a store holding one interval for ``label`` that spans the values of ``expressions`` (the
+    answer and its mistakes) by a factor 2 either side, kept with no mistakes of its own run; then its own again."""
+    values = f"[float({'), float('.join(expressions)})]"
+    _run_code(
+        client,
+        nb,
+        "import os as _os\nfrom gpucost_lab.course import measured_answers as _ma\n"
+        f"_own_store, _os.environ[_ma.STORE_ENV] = _os.environ[_ma.STORE_ENV], {str(store)!r}\n"
+        f"_v = {values}\n"
+        f"_ma.remember({label!r}, min(_v) / 2 if min(_v) > 0 else 2 * min(_v), 2 * max(_v))",
+    )
+    assert len(json.loads(store.read_text())[label]) == 1
+    try:
+        yield
+    finally:
+        _run_code(client, nb, "_os.environ[_ma.STORE_ENV] = _own_store")
 
 
 RERUN = sorted(
@@ -311,6 +347,9 @@ class ChapterRuns:
         key = (path.name, kind)
         if key not in self._runs:
             workdir = self._tmp.mktemp(f"{path.stem}-{kind.replace(' ', '-')}")
-            answers = typed_answers(self(path, "answered")) if kind == "re-run" else None
-            self._runs[key] = run_chapter(path, kind, workdir, answers)
+            answers, seed = None, None
+            if kind == "re-run":
+                answered = self(path, "answered")
+                answers, seed = typed_answers(answered), answered.store
+            self._runs[key] = run_chapter(path, kind, workdir, answers, seed)
         return self._runs[key]

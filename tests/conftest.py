@@ -84,6 +84,14 @@ else:
     sys.meta_path.insert(0, OneTorchThreadOnImport())
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--reverse-order",
+        action="store_true",
+        help="run the collected tests last to first: no test may pass or fail by what ran before it",
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     missing = [prefix for prefix in KIND_BY_PATH if not (TESTS / prefix).exists()]
     if missing:  # a file renamed or moved would otherwise lose its marker, and `make check` would run it
@@ -97,6 +105,8 @@ def pytest_collection_modifyitems(config, items):
             if where == prefix or (prefix.endswith("/") and where.startswith(prefix)):
                 for kind in kinds:
                     item.add_marker(kind)
+    if config.getoption("--reverse-order"):
+        items.reverse()
 
 
 class FakeAsyncDevice:

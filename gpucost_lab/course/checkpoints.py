@@ -4,9 +4,10 @@ A checkpoint raises ``Miss`` (an ``AssertionError``, so nbgrader counts the test
 shows as one line: a cross and the sentence, no traceback) when the answer is missing or wrong, and prints a tick
 when it is right. ``checkpoint(question_id, answer)`` is the one call a check cell makes: the truth comes from
 ``course.questions`` by the question's id. A count or a seeded figure is compared to the digits the chapter displays
-it with; a measured figure passes anywhere inside the 95% interval the chapter prints for it, so a second Run All
-keeps the first run's answer right; a wrong one is told where to read it from. Choice answers are compared with a
-salted hash from ``data/answer_keys.json``, so the key is not readable in the cell.
+it with; a measured figure passes anywhere inside the 95% interval the chapter prints for it, or inside one this
+machine printed before that holds none of the question's plausible mistakes, so a second Run All keeps the first
+run's answer right and a busy run's wide interval admits no wrong one; a wrong one is told where to read it from.
+Choice answers are compared with a salted hash from ``data/answer_keys.json``, so the key is not readable in the cell.
 """
 
 from __future__ import annotations
@@ -183,13 +184,14 @@ def check_in_interval(
     decimals: int | None = None,
     where: str | None = None,
     earlier: Sequence[tuple[float, float]] = (),
+    refused: str = "",
 ) -> None:
     """Pass when ``answer`` lies inside the 95% interval ``estimate = (value, low, high)`` of a measured figure, or
     inside one of the ``earlier`` intervals ``(low, high)`` this machine printed for it (``measured_answers``).
 
     The intervals' ends are rounded outward to the digits asked (``significant=N`` or ``decimals=N``), so an end as
     the chapter prints it passes too, and so does the figure a previous run displayed: it lay inside that run's
-    interval.
+    interval. ``refused`` says, in a miss, which earlier intervals were not used and why.
     """
     value, low, high = (_finite(name, x) for name, x in zip(("value", "ci95_low", "ci95_high"), estimate))
     if not low <= value <= high:
@@ -204,8 +206,53 @@ def check_in_interval(
     bounds = [_outward(lo, hi, significant, decimals) for lo, hi in ((low, high), *earlier)]
     if not any(lo <= float(answer) <= hi for lo, hi in bounds):
         before = f" (and the {len(earlier)} this machine printed before)" if earlier else ""
-        raise Miss(f"{question}: {answer!r} lies outside this run's 95% interval{before}; read it from {source}")
+        raise Miss(
+            f"{question}: {answer!r} lies outside this run's 95% interval{before}; read it from {source}{refused}"
+        )
     print(f"✓ {question}")
+
+
+def _mistakes(question: questions.Measured, namespace: Namespace) -> dict[str, float] | None:
+    """The question's plausible mistakes as this run computes them, or None when one cannot be computed."""
+    values = {}
+    for label, mistake in question.mistakes.items():
+        try:
+            values[label] = float(mistake(namespace))
+        except Exception:  # a name the chapter has not defined, a learner's rebinding: no earlier interval is safe
+            return None
+    return values
+
+
+def usable_earlier(
+    earlier: Sequence[measured_answers.Earlier],
+    mistakes: dict[str, float] | None,
+    significant: int | None,
+    decimals: int | None,
+) -> tuple[list[tuple[float, float]], list[str]]:
+    """The earlier intervals that exclude every plausible mistake (this run's, and those of the run that printed
+    each), rounded outward as the answer is; and for each refused one the mistake it holds."""
+    usable, refused = [], []
+    for interval in earlier:
+        lo, hi = _outward(interval.low, interval.high, significant, decimals)
+        held = "its mistakes could not be computed in this run" if mistakes is None else None
+        for label, value in [*(mistakes or {}).items(), *(("one its own run computed", m) for m in interval.mistakes)]:
+            if held is None and lo <= value <= hi:
+                held = label
+        if held is None:
+            usable.append((interval.low, interval.high))
+        else:
+            refused.append(held)
+    return usable, refused
+
+
+def _refused_text(refused: Sequence[str]) -> str:
+    if not refused:
+        return ""
+    n = len(refused)
+    return (
+        f" ({n} earlier interval{'s' * (n != 1)} not used: {'they hold' if n != 1 else 'it holds'} a plausible "
+        f"mistake, {refused[-1]!r})"
+    )
 
 
 def checkpoint(question_id: str, answer: object) -> None:
@@ -237,13 +284,24 @@ def checkpoint(question_id: str, answer: object) -> None:
 
 
 def _check_measured(question: questions.Measured, answer: object, namespace: Namespace) -> None:
-    """This run's interval is kept first, answered or not, then the answer is checked against it and earlier ones."""
+    """This run's interval is kept first, answered or not, with this run's plausible mistakes; then the answer is
+    checked against it and against the earlier intervals that exclude every plausible mistake."""
     truth = _truth(question, namespace)
     key = question.label  # a question whose meaning changes gets a new label, so its old intervals are not read
-    earlier = measured_answers.earlier_intervals(key)
-    measured_answers.remember(key, truth[1], truth[2])
+    mistakes = _mistakes(question, namespace)
     s, d = question.significant, question.decimals
-    check_in_interval(question.label, answer, truth, significant=s, decimals=d, where=question.where, earlier=earlier)
+    earlier, refused = usable_earlier(measured_answers.earlier_intervals(key), mistakes, s, d)
+    measured_answers.remember(key, truth[1], truth[2], (mistakes or {}).values())
+    check_in_interval(
+        question.label,
+        answer,
+        truth,
+        significant=s,
+        decimals=d,
+        where=question.where,
+        earlier=earlier,
+        refused=_refused_text(refused),
+    )
 
 
 def _truth(question: Question, namespace: Namespace) -> Any:

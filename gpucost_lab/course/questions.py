@@ -7,7 +7,9 @@ expected value's formula is not one copy away from the answer. Three kinds of qu
 - ``Exact``: a count, or a seeded, simulated figure a re-run reproduces: compared to the digits the chapter shows.
 - ``Measured``: a figure timed on the learner's machine, which a re-run moves: any answer inside the 95% interval
   the chapter prints for it passes (its ends rounded outward to the digits asked), so the number read on the first
-  run still passes after a second Run All, and a figure off by a formula, a unit or a side does not.
+  run still passes after a second Run All, and a figure off by a formula, a unit or a side does not. Each names its
+  plausible mistakes (``mistakes``: the inverse of a ratio, the wrong unit, the other side), computed from the same
+  run: an interval printed before is accepted only where it excludes every one of them (``checkpoints``).
 - ``Named``: a text the chapter computed (compared case and spacing ignored).
 
 Choice questions are not here: their keys are salted hashes in ``data/answer_keys.json`` (``checkpoints``).
@@ -16,7 +18,7 @@ Choice questions are not here: their keys are salted hashes in ``data/answer_key
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Namespace = Mapping[str, Any]
@@ -31,6 +33,8 @@ class Figure:
     where: str
     significant: int | None = None
     decimals: int | None = None
+    #: What a learner plausibly writes instead, by what went wrong, computed from the chapter's names (Measured).
+    mistakes: Mapping[str, Callable[[Namespace], float]] = field(default_factory=dict)
 
 
 class Exact(Figure):
@@ -38,7 +42,8 @@ class Exact(Figure):
 
 
 class Measured(Figure):
-    """A figure measured on this machine: ``truth`` gives ``(value, ci95_low, ci95_high)`` as the chapter prints it."""
+    """A figure measured on this machine: ``truth`` gives ``(value, ci95_low, ci95_high)`` as the chapter prints it,
+    ``mistakes`` what each plausible mistake gives in the same run."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,58 @@ def _course_device(ns: Namespace) -> str:
     return str(resolve_device("auto"))
 
 
+def _value(truth: Callable[[Namespace], tuple[float, float, float]]) -> Callable[[Namespace], float]:
+    """The figure itself of a measured question's ``(value, low, high)``."""
+    return lambda ns: truth(ns)[0]
+
+
+def _ratio_mistakes(
+    truth: Callable[[Namespace], tuple[float, float, float]],
+    others: Mapping[str, Callable[[Namespace], float]],
+    inverted: str = "inverted: baseline over candidate",
+) -> dict[str, Callable[[Namespace], float]]:
+    """A measured ratio's plausible mistakes: ``inverted`` (its label), as a percentage, and ``others`` by what went
+    wrong."""
+    value = _value(truth)
+    return {inverted: lambda ns: 1.0 / value(ns), "a percentage": lambda ns: 100.0 * value(ns), **others}
+
+
+def _unit_cost_interval(ns: Namespace) -> tuple[float, float, float]:
+    return _interval(ns["comparison"].unit_cost_interval)
+
+
+def _first_batch_ms(ns: Namespace, setting: str) -> float:
+    from gpucost_lab.pipeline.loader import settings_table
+
+    return float(settings_table(ns["settings"]).loc[setting, "first_batch_ms"])
+
+
+def _restart_first_batch_ms(ns: Namespace) -> tuple[float, float, float]:
+    value, low, high = _interval(ns["settings"][1].first_batch_s)
+    return 1e3 * value, 1e3 * low, 1e3 * high
+
+
+def _persistent_ratio(ns: Namespace) -> tuple[float, float, float]:
+    return _interval(ns["results"][1].comparison.interval)
+
+
+def _compile_ratio(ns: Namespace) -> tuple[float, float, float]:
+    return _interval(ns["compile_cmp"].interval)
+
+
+def _p50_ratio(name: str) -> Callable[[Namespace], tuple[float, float, float]]:
+    return lambda ns: _interval(ns[name].p50.interval)
+
+
+def _candidate_p50_ms(name: str) -> Callable[[Namespace], float]:
+    def p50(ns: Namespace) -> float:
+        from gpucost_lab.serve.percentiles import percentile_of
+
+        return percentile_of(ns[name].candidate_ms, 0.5).value
+
+    return p50
+
+
 def _p99_interval(ns: Namespace) -> tuple[float, float, float]:
     p99 = ns["poisson"].percentiles()["p99"]
     return p99.value, p99.ci95_low, p99.ci95_high
@@ -155,14 +212,22 @@ QUESTIONS: dict[str, Question] = {
     ),
     "03.1": Measured(
         "03.1 cost-per-sample ratio",
-        lambda ns: _interval(ns["comparison"].unit_cost_interval),
+        _unit_cost_interval,
         "the line 'cost per sample, candidate over baseline: ...x (95% interval ...)' printed in section 2",
         decimals=2,
+        mistakes=_ratio_mistakes(
+            _unit_cost_interval,
+            {
+                "the step-time ratio, the batch ignored": lambda ns: ns["comparison"].time_ratio,
+                "the baseline's dollars per sample": lambda ns: ns["cost_per_sample"]["baseline"].geomean,
+                "the throughput gain": lambda ns: ns["gain"],
+            },
+        ),
     ),
-    "03.2": Measured(
-        "03.2 relative cost to target",
-        lambda ns: _interval(ns["cost_ratio"].interval),
-        "the verdict line 'cost to target ...x (95% interval ...)' printed in section 4",
+    "03.2": Exact(
+        "03.2 samples to target, candidate over baseline",
+        lambda ns: ns["samples"]["candidate"] / ns["samples"]["baseline"],
+        "the line 'samples to target, candidate over baseline: ...x' printed in section 4",
         decimals=2,
     ),
     "04.1": Exact(
@@ -237,31 +302,61 @@ QUESTIONS: dict[str, Question] = {
         _plan_ratio,
         "the 'cost ratio' and 'ratio 95% CI' columns of the table in section 2 (row batch128-lr-scaled)",
         decimals=2,
+        mistakes=_ratio_mistakes(
+            _plan_ratio,
+            {
+                "the step-time ratio, steps to target ignored": lambda ns: (
+                    ns["plans"]["batch128-lr-scaled"].comparison.time_ratio
+                ),
+                "the other candidate's": lambda ns: ns["plans"]["bf16-autocast"].decision.cost_ratio,
+            },
+        ),
     ),
     "06.4": Named("06.4 in production", lambda ns: ns["registry"].current(), "the registry line printed in section 4"),
     "07.1": Measured(
         "07.1 first batch of an epoch with a restarted worker, ms",
-        lambda ns: tuple(1e3 * v for v in _interval(ns["settings"][1].first_batch_s)),
+        _restart_first_batch_ms,
         "the workers=1 line printed under the table of section 3 (an epoch's first batch, with its 95% interval)",
         significant=2,
+        mistakes={
+            "the persistent worker's": lambda ns: _first_batch_ms(ns, "workers=1, persistent"),
+            "no workers": lambda ns: _first_batch_ms(ns, "workers=0"),
+            "in seconds": lambda ns: _restart_first_batch_ms(ns)[0] / 1e3,
+        },
     ),
     "07.2": Measured(
         "07.2 persistent workers' cost ratio",
-        lambda ns: _interval(ns["results"][1].comparison.interval),
+        _persistent_ratio,
         "the `persistent_workers False -> True` row of `changes` in section 4 (`time_ratio`, `ci95_low`, `ci95_high`)",
         decimals=2,
+        mistakes=_ratio_mistakes(
+            _persistent_ratio, {"the first change's ratio": lambda ns: ns["results"][0].comparison.time_ratio}
+        ),
     ),
     "07.3": Measured(
         "07.3 compiled step-time ratio",
-        lambda ns: _interval(ns["compile_cmp"].interval),
+        _compile_ratio,
         "the line 'step time ...x (95% interval ...)' printed in section 5",
         decimals=2,
+        mistakes=_ratio_mistakes(
+            _compile_ratio,
+            {
+                "the compiled step's time in microseconds": lambda ns: ns["compile_price"].compiled_step_s * 1e6,
+                "the break-even steps": lambda ns: ns["compile_price"].break_even_steps.value,
+            },
+            inverted="inverted: eager over compiled",
+        ),
     ),
     "08.1": Measured(
         "08.1 Poisson p99 with the pause, at 40% of the closed loop's rate",
         _p99_interval,
         "the line 'Poisson arrivals: p99 ...' printed in section 2 (with its 95% interval)",
         significant=2,
+        mistakes={
+            "the closed loop's p99": lambda ns: ns["closed"].percentiles()["p99"].value,
+            "the p50": lambda ns: ns["poisson"].percentiles()["p50"].value,
+            "in seconds": lambda ns: _p99_interval(ns)[0] / 1e3,
+        },
     ),
     "08.2": Exact(
         "08.2 M/D/c knee for two instances",
@@ -271,16 +366,26 @@ QUESTIONS: dict[str, Question] = {
     ),
     "08.3": Measured(
         "08.3 the serialization fix's p50 ratio",
-        lambda ns: _interval(ns["fix"].p50.interval),
+        _p50_ratio("fix"),
         "the `p50` row of section 4's table (`ratio`, `ci95_low`, `ci95_high`)",
         decimals=2,
+        mistakes=_ratio_mistakes(
+            _p50_ratio("fix"),
+            {"the fixed p50 in ms, not the ratio": _candidate_p50_ms("fix")},
+            inverted="inverted: stalled over fixed",
+        ),
     ),
     "08.4": Named("08.4 the noisy phase", _noisiest_phase, "the table of section 5 (a phase's p99 against its p50)"),
     "08.5": Measured(
         "08.5 batching's p50 ratio",
-        lambda ns: _interval(ns["batching"].p50.interval),
+        _p50_ratio("batching"),
         "the `p50` row of section 6's table (`ratio`, `ci95_low`, `ci95_high`)",
         decimals=2,
+        mistakes=_ratio_mistakes(
+            _p50_ratio("batching"),
+            {"the batched p50 in ms, not the ratio": _candidate_p50_ms("batching")},
+            inverted="inverted: no batching over batching",
+        ),
     ),
     "08.6": Named("08.6 the smaller box", lambda ns: ns["fit"].smallest.name, "the memory line printed in section 7"),
 }

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.notebook
 
 
 def test_the_chapters_with_measured_questions_are_rerun():
-    # by hand: 03 (03.1, 03.2), 06 (06.3), 07 (07.1-07.3) and 08 (08.1, 08.3, 08.5) ask for figures timed on this
+    # by hand: 03 (03.1), 06 (06.3), 07 (07.1-07.3) and 08 (08.1, 08.3, 08.5) ask for figures timed on this
     # machine; no other chapter
     assert RERUN == [
         "03_price_the_result.ipynb",

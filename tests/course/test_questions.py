@@ -40,3 +40,17 @@ def test_each_question_is_labelled_by_its_id_and_measured_ones_ask_for_digits():
         assert question.label.startswith(f"{qid} ") and question.where.strip(), qid
         if isinstance(question, Measured):
             assert (question.significant is None) != (question.decimals is None), qid
+
+
+def test_each_measured_question_computes_the_mistakes_the_chapter_tests_probe():
+    # the course refuses an earlier interval holding one of these; the probes (chapter_answers.DISPLAYED) put the
+    # same mistakes into the answer cell, so the two lists name the same mistakes, and no measured question has none
+    from chapter_answers import DISPLAYED
+    from chapter_runs import question_of
+
+    probed = {row.answer_cell: set(row.mistakes) for rows in DISPLAYED.values() for row in rows}
+    measured = {cell: question_of(cell) for cell in probed if isinstance(question_of(cell), Measured)}
+    assert len(measured) == sum(isinstance(q, Measured) for q in QUESTIONS.values())
+    for cell, question in measured.items():
+        assert question.mistakes and set(question.mistakes) == probed[cell], cell
+    assert all(not getattr(q, "mistakes", None) for q in QUESTIONS.values() if not isinstance(q, Measured))
