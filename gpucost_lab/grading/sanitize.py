@@ -20,9 +20,12 @@ removes every way such content could run code or reach beyond its own box, and k
   keep absolute ``http``, ``https`` and ``mailto`` targets and in-page ones: no ``javascript:``, no ``data:``, and
   no relative link (the formgrader serves a submission's own files, an HTML page among them, beside its view).
   Images keep inline PNG, JPEG, GIF or WebP data only (no URL that the instructor's browser would fetch with their
-  cookies). CSS keeps a few properties of text and tables, without ``url()`` or positioning, and a ``<style>``
-  sheet keeps only rules that apply inside a pandas table (selectors under ``.dataframe``, or a Styler's ``#T_``
-  ids).
+  cookies). Every ``id`` kept (a heading's, a Styler's) is prefixed ``learner-``
+  (:data:`~.sanitize_css.LEARNER_ID_PREFIX`), so that no learner element takes a grade id, which the feedback
+  page's contents links and the formgrader's ``$("#" + grade_id)`` score boxes look up; the lab's own read-only
+  cells keep theirs. CSS keeps a few properties of text and tables, without ``url()`` or positioning, and a
+  ``<style>`` sheet keeps only rules that apply inside a pandas table (selectors under ``.dataframe``, or a
+  Styler's ``#T_`` ids, prefixed alike).
 - a markdown cell whose rendered HTML needs none of this is left as written; one that does is replaced by its
   rendered HTML, sanitized (what the instructor sees is the same, less what was removed).
 - HTML too large to sanitize in good time (:data:`MAX_TAGS` in one output or cell, :data:`MAX_NOTEBOOK_TAGS` in
@@ -44,7 +47,7 @@ from bleach.sanitizer import BleachSanitizerFilter
 from nbconvert.preprocessors import Preprocessor
 from traitlets import Bool
 
-from gpucost_lab.grading.sanitize_css import LearnerCSS, StyleSheetFilter
+from gpucost_lab.grading.sanitize_css import LEARNER_ID_PREFIX, LearnerCSS, StyleSheetFilter
 
 #: The elements a learner's HTML may keep: text, lists, tables. Any other element is shown as text.
 ALLOWED_TAGS = frozenset(
@@ -117,11 +120,27 @@ def _allowed_attribute(tag: str, name: str, value: str) -> bool:
     return True
 
 
+def _namespaced(token):
+    """A tag's ``id`` as :data:`LEARNER_ID_PREFIX` + the id, and a heading's own anchor link (nbconvert's ``¶``) to
+    it alike: no id of a learner's HTML is one of the page's (a grade id, which the contents links and the
+    formgrader's score boxes look up). Other in-page links keep their target, the page's."""
+    if token is None or token.get("type") not in ("StartTag", "EmptyTag") or not token.get("data"):
+        return token
+    data = token["data"]
+    if (None, "id") in data:
+        data[(None, "id")] = LEARNER_ID_PREFIX + data[(None, "id")]
+    href, classes = data.get((None, "href")), str(data.get((None, "class"), "")).split()
+    if isinstance(href, str) and href.startswith("#") and "anchor-link" in classes:
+        data[(None, "href")] = "#" + LEARNER_ID_PREFIX + href[1:]
+    return token
+
+
 class _Sanitizer(BleachSanitizerFilter):
     """bleach's sanitizing filter, noting whether it changed a tag: escaped it, or dropped or rewrote an attribute
     (a ``style`` attribute counts only when its CSS lost something: :class:`LearnerCSS` says)."""
 
     changed = False
+    own_ids = False  # True for the lab's own cells (read-only, restored by nbgrader): their ids are the page's
 
     def sanitize_token(self, token):
         kind = token["type"]
@@ -130,6 +149,7 @@ class _Sanitizer(BleachSanitizerFilter):
         before = {k: v for k, v in (token.get("data") or {}).items() if k != (None, "style")}
         had_style = (None, "style") in (token.get("data") or {})
         out = super().sanitize_token(token)
+        out = out if self.own_ids else _namespaced(out)
         if (
             out is not None
             and out.get("type") in ("StartTag", "EmptyTag")
@@ -148,7 +168,7 @@ class _Sanitizer(BleachSanitizerFilter):
         return out
 
 
-def _sanitize(text: str, parser_tags) -> tuple[str, bool]:
+def _sanitize(text: str, parser_tags, own_ids: bool = False) -> tuple[str, bool]:
     """bleach.Cleaner's steps with this module's rules; the HTML, and whether sanitizing changed more than its
     spelling. With ``parser_tags``, as bleach parses (a tag outside it is text from the start, so the result keeps
     its original spelling); with None, as the browser parses (every element reaches the sanitizer)."""
@@ -166,6 +186,7 @@ def _sanitize(text: str, parser_tags) -> tuple[str, bool]:
         css_sanitizer=css,
         allowed_protocols=_PROTOCOLS,
     )
+    sanitizer.own_ids = own_ids
     sheets = StyleSheetFilter(source=sanitizer)
     serializer = html5lib_shim.BleachHTMLSerializer(  # as bleach.Cleaner's
         quote_attr_values="always",
@@ -179,12 +200,12 @@ def _sanitize(text: str, parser_tags) -> tuple[str, bool]:
     return out, sanitizer.changed or sheets.changed or css.dropped
 
 
-def clean_html(text: str) -> tuple[str, bool]:
+def clean_html(text: str, own_ids: bool = False) -> tuple[str, bool]:
     """``text`` (HTML) sanitized as the module docstring says; and whether sanitizing changed more than its spelling
     (an element shown as text, an attribute or a CSS declaration dropped): False means ``text`` is safe as it is."""
     if not text:
         return "", False
-    return _sanitize(text, ALLOWED_TAGS)[0], _sanitize(text, None)[1]
+    return _sanitize(text, ALLOWED_TAGS, own_ids)[0], _sanitize(text, None, own_ids)[1]
 
 
 def render_markdown(source: str, attachments: dict | None = None) -> str:
@@ -216,22 +237,22 @@ class _Limited:
     def __init__(self, tags: int = MAX_NOTEBOOK_TAGS):
         self.left = tags
 
-    def __call__(self, text: str, detect: bool = True) -> tuple[str, bool]:
+    def __call__(self, text: str, detect: bool = True, own_ids: bool = False) -> tuple[str, bool]:
         tags = len(_TAG.findall(text))
         if tags > MAX_TAGS or tags > self.left:
             return _as_text(text), True
         self.left -= tags
-        return clean_html(text) if detect else (_sanitize(text, ALLOWED_TAGS)[0], True)
+        return clean_html(text, own_ids) if detect else (_sanitize(text, ALLOWED_TAGS)[0], True)
 
 
-def sanitize_markdown(source: str, attachments: dict | None = None, clean=None) -> str | None:
+def sanitize_markdown(source: str, attachments: dict | None = None, clean=None, own_ids: bool = False) -> str | None:
     """The source a markdown cell gets instead of ``source``, or None where its rendered HTML is safe as it is."""
     clean = clean or _Limited()
     try:
         rendered = render_markdown(source, attachments)
     except Exception:  # noqa: BLE001  (a missing attachment, a renderer error: the page could not show it either)
         return _as_markdown(_as_text(source))
-    cleaned, changed = clean(rendered)
+    cleaned, changed = clean(rendered, own_ids=own_ids)
     return _as_markdown(cleaned) if changed else None
 
 
@@ -308,7 +329,8 @@ class SanitizeLearnerHTML(Preprocessor):
             if kind == "code":
                 cell.outputs = sanitize_outputs(cell.get("outputs", []), clean)
             elif kind == "markdown":
-                replaced = sanitize_markdown(cell.source, cell.get("attachments"), clean)
+                own = bool((cell.get("metadata", {}).get("nbgrader") or {}).get("locked"))  # the lab's own text
+                replaced = sanitize_markdown(cell.source, cell.get("attachments"), clean, own_ids=own)
                 if replaced is not None:
                     cell.source = replaced
                     cell.pop("attachments", None)  # the images it used are in the HTML now

@@ -27,6 +27,11 @@ _CSS_FUNCTIONS = frozenset({"rgb", "rgba", "hsl", "hsla"})
 _SELECTOR = re.compile(r"(?:\.dataframe|#T_[\w-]+)(?![\w-])[\w\s.#:>\[\]=\"'()*-]*")
 
 
+#: What every id of a learner's HTML starts with (and every in-page link of it points to): the page's own ids, the
+#: grade ids nbgrader's contents links and the formgrader's score boxes use, are never one of them.
+LEARNER_ID_PREFIX = "learner-"
+
+
 def _safe_value(tokens) -> bool:
     for token in tokens:
         if token.type in ("url", "at-keyword", "error", "() block", "[] block", "{} block"):
@@ -62,6 +67,7 @@ def _stylesheet(css: str) -> tuple[str, bool]:
         body, lost = _declarations(tinycss2.serialize(rule.content))
         dropped |= lost
         if body:
+            selectors = [selector.replace("#T_", f"#{LEARNER_ID_PREFIX}T_") for selector in selectors]
             rules.append(f"{', '.join(selectors)} {{ {body} }}")
     sheet = " ".join(rules)
     if "<" in sheet:  # nothing may end the <style> element early

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -204,7 +205,6 @@ def test_an_input_is_kept_only_as_a_task_list_s_checkbox():
 
 def test_ordinary_markdown_is_left_as_written():
     source = (
-        "## 3. Where does the time go?\n\n"
         "The step costs $t_{step} < 0.5$ s, see [the docs](https://pytorch.org/docs/) and [below](#4.-Next).\n\n"
         "> a quote with `a < b` in it\n\n"
         "```python\nfor step in range(3):\n    loss = model(x) < 1\n```\n\n"
@@ -213,6 +213,32 @@ def test_ordinary_markdown_is_left_as_written():
     )
     nb = sanitized(one_cell_notebook(new_markdown_cell(source)))
     assert nb.cells[0].source == source
+
+
+def test_a_learner_heading_gets_an_id_of_its_own_and_the_lab_s_heading_keeps_the_page_s():
+    # nbconvert gives a heading the id of its text: a learner's "#### lab_run_cost" would be the grade id
+    learner = sanitized(one_cell_notebook(new_markdown_cell("#### lab_run_cost\n\nScore 1.0 / 1.0")))
+    assert learner.cells[0].source.startswith('<div class="gpucost-sanitized"><h4 id="learner-lab_run_cost">')
+    assert 'href="#learner-lab_run_cost"' in learner.cells[0].source  # its own anchor link follows it
+    assert ' id="lab_run_cost"' not in learner.cells[0].source
+    # the lab's own text (read-only, restored by nbgrader) is left as written, its anchors the page's
+    lab = new_markdown_cell("## 3. Where does the time go?\n", metadata={"nbgrader": {"locked": True}})
+    assert sanitized(one_cell_notebook(lab)).cells[0].source == "## 3. Where does the time go?\n"
+
+
+@pytest.mark.parametrize(
+    "html",
+    [
+        '<h4 id="lab_run_cost">Score 1.0 / 1.0</h4>',
+        '<a name="lab_run_cost" id="lab_run_cost">x</a>',
+        '<span id="lab_run_cost">x</span>',
+        '<table id="T_abc"><tr><td id="T_abc_row0_col0">1</td></tr></table>',
+    ],
+)
+def test_no_id_of_learner_html_is_the_page_s(html):
+    cleaned, changed = clean_html(html)
+    ids = re.findall(r'\b(id|name)="([^"]*)"', cleaned)
+    assert changed and all(kind == "id" and value.startswith("learner-") for kind, value in ids), cleaned
 
 
 @pytest.mark.parametrize(

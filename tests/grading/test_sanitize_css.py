@@ -18,9 +18,9 @@ def test_a_styler_table_keeps_its_colours():
     html = pd.DataFrame({"x": [1, 2]}).style.map(lambda v: "background-color: #ffcc00" if v > 1 else "").to_html()
     cleaned, changed = clean_html(html)
     table_id = html.split('<table id="')[1].split('"')[0]
-    assert changed is False
-    assert f"#{table_id}_row1_col0 {{ background-color: #ffcc00 }}" in cleaned
-    assert f'<td id="{table_id}_row1_col0" class="data row1 col0">2</td>' in cleaned
+    assert changed is True  # its ids are the learner's: prefixed, in the sheet's selectors alike
+    assert f"#learner-{table_id}_row1_col0 {{ background-color: #ffcc00 }}" in cleaned
+    assert f'<td id="learner-{table_id}_row1_col0" class="data row1 col0">2</td>' in cleaned
 
 
 @pytest.mark.parametrize(
