@@ -6,15 +6,16 @@ may cost it memory or time in proportion to what the kernel chose. Three layers,
 
 - a message: at most :data:`MAX_FRAMES` frames and :data:`MAX_MESSAGE_BYTES` bytes in all, each frame capped by
   ZeroMQ as it arrives (:func:`read_frames`, for ``run.CappedChannel``; one over either is drained frame by frame
-  and dropped unread);
+  and dropped unread). ZeroMQ holds all the frames of a message before the first is readable, so these bound what
+  the grader keeps, not what ZeroMQ buffers for a message of many frames;
 - each JSON part of it: at most :data:`MAX_MESSAGE_VALUES` values, counted before ``json`` parses it
   (:func:`unpack`, the session's unpacker; a part over it drops the message);
 - an answer (:mod:`.answers`): base64 text inside the reply, read by :func:`answer_text` without evaluating
   anything, then parsed as JSON of at most :data:`MAX_ANSWER_CHARS` characters and :data:`MAX_ANSWER_VALUES` values
   (:func:`bounded_json`).
 
-A JSON document of n characters holds at most 1 + the number of its ``[``, ``{``, ``,`` and ``:`` values (each
-value but the first follows one of them), so :func:`value_bound` is an upper bound found in one pass over bytes,
+A JSON document holds at most 1 + the number of its ``[``, ``{``, ``,`` and ``:`` outside strings (each value but
+the first follows one of them), so :func:`value_bound` is an upper bound found in one pass over bytes,
 and ``json`` then builds at most that many objects, each of bounded size, whatever the text is. The standard library
 alone: :mod:`.answers`, which the kernel imports, uses it.
 """
@@ -41,6 +42,7 @@ MAX_FRAMES = 16
 MAX_MESSAGE_VALUES = 100_000
 
 _STRUCTURE = (b"[", b"{", b",", b":")
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # one JSON string, escapes included
 _BASE64_REPR = re.compile(r"'([A-Za-z0-9+/]*={0,2})'")
 
 
@@ -49,9 +51,11 @@ class WireError(ValueError):
 
 
 def value_bound(data: bytes | str) -> int:
-    """An upper bound on the number of values in the JSON document ``data`` (module docstring)."""
+    """An upper bound on the number of values in the JSON document ``data`` (module docstring): its ``[``, ``{``,
+    ``,`` and ``:`` outside strings (an unterminated string's are counted: an over-count, never an under-count)."""
     raw = data.encode("utf-8", "surrogatepass") if isinstance(data, str) else data
-    return 1 + sum(raw.count(mark) for mark in _STRUCTURE)
+    outside = _JSON_STRING.sub(b'""', raw)
+    return 1 + sum(outside.count(mark) for mark in _STRUCTURE)
 
 
 def bounded_json(data: bytes | str, max_chars: int, max_values: int, what: str) -> Any:
