@@ -7,8 +7,10 @@ know loses its id but keeps ``grade: true`` (``KeyError: 'grade_id'`` when score
 
 :class:`GradebookCells` (a sanitize step of autograde, before ``OverwriteCells``) sets each known cell's flags and
 points to the gradebook's and drops the nbgrader metadata of a cell the gradebook does not know, with a warning: the
-cell is then the learner's own, run but not graded. :func:`setup_sources` gives the lab's setup cells from the
-instructor's source notebook, which the grader runs whatever the submission holds (``run.run_submission``).
+cell is then the learner's own, run but not graded. A cell whose metadata nbgrader's schema still refuses (a key it
+does not know) is dropped with a note, and the rest is graded: such a submission earns what its valid cells earn.
+:func:`setup_sources` gives the lab's setup cells from the instructor's source notebook, which the grader runs
+whatever the submission holds (``run.run_submission``).
 """
 
 from __future__ import annotations
@@ -64,6 +66,25 @@ def apply_flags(nb, truth: dict[str, dict]) -> list[str]:
         metadata["nbgrader"] = {**kept, **known}
         if changed:
             notes.append(f"cell {grade_id}: its {', '.join(changed)} set back to the lab's")
+    return notes + _drop_refused(nb)
+
+
+def _drop_refused(nb) -> list[str]:
+    """Drop each cell whose nbgrader metadata nbgrader's schema refuses (a key it does not know, a value of the wrong
+    type): the rest of the notebook is graded, never the whole of it refused. The notes, one a cell."""
+    from nbgrader.nbgraderformat import MetadataValidator
+
+    validator, kept, notes = MetadataValidator(), [], []
+    for cell in nb.cells:
+        try:
+            validator.validate_cell(cell)
+        except Exception as err:  # noqa: BLE001  (jsonschema's ValidationError, nbgrader's schema version errors)
+            grade_id = str(cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", ""))[:80]
+            said = str(getattr(err, "message", err)).splitlines()[0][:200]
+            notes.append(f"cell {grade_id!r}: nbgrader refuses its metadata ({said}): dropped")
+            continue
+        kept.append(cell)
+    nb.cells = kept
     return notes
 
 
