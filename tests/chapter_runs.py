@@ -12,7 +12,7 @@ one that earlier tests filled, so the runs pass or fail alike in any order:
   probed once more with a store seeded with an interval wide enough to hold the answer and every mistake (what a
   busy run may print): the answer still passes and every mistake still fails.
 - "as committed": the placeholders as committed, an empty store.
-- "spoiled": each reference answer's value perturbed (numbers scaled and shifted, anything else replaced), an empty
+- "spoiled": each reference answer's value perturbed (numbers tripled and shifted, anything else replaced), an empty
   store: the spoiled run checks that a wrong answer lies outside the interval the run prints.
 - "re-run": a chapter with measured questions (``RERUN``) run again after its answered run, under the same load, each
   numeric answer cell holding as a literal the figure the answered run displayed (``DISPLAYED``), as a learner who
@@ -143,10 +143,11 @@ def _text(cell) -> str:
 
 
 def spoiled(reference: str) -> str:
-    """The reference answer with its value spoiled: numbers scaled and shifted, anything else replaced."""
+    """The reference answer with its value spoiled: numbers tripled and shifted (a measured figure's interval on a
+    busy machine has held 1.5x its centre), anything else replaced."""
     name = reference.split("=", 1)[0].strip()
     return (
-        f"{reference}\n{name} = ({name} * 1.5 + 1) if isinstance({name}, (int, float)) "
+        f"{reference}\n{name} = ({name} * 3 + 1) if isinstance({name}, (int, float)) "
         f"and not isinstance({name}, bool) else 'not the answer'"
     )
 

@@ -84,6 +84,23 @@ else:
     sys.meta_path.insert(0, OneTorchThreadOnImport())
 
 
+def _missing_system_packages() -> list[str]:
+    """The system packages of ``make test`` (tools/system_packages.py, NEEDS) this machine lacks, by package name."""
+    spec = importlib.util.spec_from_file_location("system_packages", TESTS.parent / "tools" / "system_packages.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, module)  # its dataclasses look their module up there
+    spec.loader.exec_module(sys.modules[spec.name])
+    module = sys.modules[spec.name]
+    return [f"{need.apt} ({need.command}, for {need.why})" for need in module.needed("test") if not need.present()]
+
+
+def pytest_sessionstart(session):
+    # Under CI a missing system package fails the run by name: the tests that need it would otherwise skip, and a
+    # run with the sandbox, the browser or the hub's proxy skipped would still be green.
+    if os.environ.get("CI") and (missing := _missing_system_packages()):
+        raise pytest.UsageError(f"CI: system packages missing (make test installs them): {'; '.join(missing)}")
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--reverse-order",
