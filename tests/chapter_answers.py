@@ -34,7 +34,7 @@ ANSWERS: dict[str, dict[str, str]] = {
         "ch02_q8_answer": 'convolution_math_mode = "tf32"',
         "ch02_q9_answer": 'function_behind_the_widest_gap = "load_batch"',
         "ch02_q10_answer": "addmm_input_shapes = 2",  # one row per Linear layer in section 1's table
-        "ch02_q11_answer": 'straggler_wait_ms = late.set_index("step").loc[552, "wait_max_us"] / 1e3',
+        "ch02_q11_answer": "straggler_wait_ms = found.wait_us.value / 1e3",
     },
     "03_price_the_result.ipynb": {
         "ch03_q1_answer": "cost_per_sample_ratio = comparison.unit_cost_ratio",
@@ -164,13 +164,17 @@ DISPLAYED: dict[str, list[Shown]] = {
         ),
         Shown(
             "ch02_q11_answer",
-            r"^step 552: rank \d+ slowest \(([\d.]+) ms\), rank \d+ ([\d.]+) ms: the others waited up to ([\d.]+) ms",
-            "{2}",
+            r"^straggler: rank \d+, arriving ([\d.]+) ms .* waits ([\d.]+) ms per collective for it "
+            r"\(95% interval ([\d.]+)-([\d.]+) ms",
+            "{1}",
             {
-                "the slowest rank's step time": "{0}",
-                "in microseconds": "{2} * 1000",
-                "the first step's wait": 'late.set_index("step").loc[551, "wait_max_us"] / 1e3',
-                "the two steps' waits together": "late['wait_max_us'].sum() / 1e3",
+                "the host's ProfilerStep difference in step 552": "(job.rank(1).step_us[552]"
+                " - job.rank(0).step_us[552]) / 1e3",
+                "the straggler's lateness, not the wait": "{0}",
+                "in microseconds": "{1} * 1000",
+                "the first step's wait alone": 'late.set_index("step").loc[551, "wait_mean_us"] / 1e3',
+                "the largest late-arrival spread": 'late["spread_max_us"].max() / 1e3',
+                "the whole wait of rank 0 over both steps": 'ranks.set_index("rank").loc[0, "wait_us"] / 1e3',
             },
         ),
     ],

@@ -34,12 +34,15 @@ from gpucost_lab.timeline.idle import IDLE_CATEGORIES, idle_breakdown, idle_gaps
 from gpucost_lab.timeline.kernels import KERNEL_TYPES, kernel_breakdown, kernel_type, kernels_by_name
 from gpucost_lab.timeline.load import EVENT_COLUMNS, EXAMPLE_TRACES, BusyIdle, Trace, example_trace, load_trace
 from gpucost_lab.timeline.ranks import (
+    COLLECTIVE_COLUMNS,
     RANK_COLUMNS,
     STRAGGLER_COLUMNS,
     Job,
     analyze_ranks,
+    collectives,
     load_ranks,
     rank_table,
+    straggler,
     stragglers,
 )
 from gpucost_lab.timeline.ranks_diff import diff_ranks
@@ -105,6 +108,9 @@ __all__ = [
     "analyze_ranks",
     "load_ranks",
     "rank_table",
+    "straggler",
     "stragglers",
+    "collectives",
+    "COLLECTIVE_COLUMNS",
     "diff_ranks",
 ]

@@ -29,13 +29,15 @@ _DEVICE_WORK = ("kernel", "memcpy", "memset")
 class Description:
     """What a trace says of itself: ``device`` (one of :data:`DEVICES`), ``device_name`` (its
     ``deviceProperties`` name, None when absent), ``rank`` and ``world_size`` (``distributedInfo``, None when
-    absent) and the collective ``backend`` ("nccl", "gloo", ...; None when absent)."""
+    absent), the collective ``backend`` ("nccl", "gloo", ...; None when absent) and ``base_time_ns``
+    (``baseTimeNanoseconds``: the Unix time in nanoseconds the events' timestamps count from; None when absent)."""
 
     device: str
     device_name: str | None = None
     rank: int | None = None
     world_size: int | None = None
     backend: str | None = None
+    base_time_ns: int | None = None
 
 
 def _count(value: Any) -> int | None:
@@ -75,4 +77,5 @@ def describe(events: pd.DataFrame, outline: dict) -> Description:
         rank=_count(info.get("rank")),
         world_size=_count(info.get("world_size")),
         backend=backend,
+        base_time_ns=_count(outline.get("baseTimeNanoseconds")),
     )

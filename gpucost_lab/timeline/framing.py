@@ -13,7 +13,8 @@ segment cut the cheap way is no longer than those limits, so it needs no measuri
 document's other keys) go through ijson's parser, which checks that they are well-formed and names the key before
 each top-level array (their strings and numbers measured first): ``traceEvents`` may come anywhere in the document,
 or the document may be a bare array of events (Chrome's "JSON array" format). On the way, :class:`Outline` keeps the
-values of the few top-level keys that describe the job (:data:`OUTLINE_KEYS`: the devices, the rank).
+values of the few top-level keys that describe the job (:data:`OUTLINE_KEYS`: the devices, the rank, the clock's
+origin).
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ class MalformedTrace(ValueError):
     """The JSON ends early or is not well-formed (load_trace words it with the file's name)."""
 
 
-OUTLINE_KEYS = ("deviceProperties", "distributedInfo")  # Kineto's top-level keys: the devices, the rank and world
+# Kineto's top-level keys: the devices, the rank and world, the clock's origin (the events' ts count from it)
+OUTLINE_KEYS = ("deviceProperties", "distributedInfo", "baseTimeNanoseconds")
 
 
 class Outline(list):

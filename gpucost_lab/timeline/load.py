@@ -52,7 +52,8 @@ class Trace:
     """A loaded trace: ``events`` has :data:`EVENT_COLUMNS`, sorted by ``ts_us``; ``device`` is one of
     :data:`~gpucost_lab.timeline.devices.DEVICES` ("cuda", "rocm", "mtia", "cpu": named from the trace, see
     :mod:`gpucost_lab.timeline.devices`); ``skipped`` counts the events left out by reason (``{"dur negative": 2}``);
-    ``device_name``, ``rank`` and ``world_size`` are what the file says of itself (None when it does not)."""
+    ``device_name``, ``rank``, ``world_size`` and ``base_time_ns`` (``baseTimeNanoseconds``: the Unix time in ns
+    the timestamps count from) are what the file says of itself (None when it does not)."""
 
     path: str
     events: pd.DataFrame = field(repr=False)
@@ -61,6 +62,7 @@ class Trace:
     device_name: str | None = None
     rank: int | None = None
     world_size: int | None = None
+    base_time_ns: int | None = None
 
     @property
     def accelerated(self) -> bool:
@@ -257,6 +259,7 @@ def load_trace(
         device_name=about.device_name,
         rank=about.rank,
         world_size=about.world_size,
+        base_time_ns=about.base_time_ns,
     )
 
 

@@ -1,7 +1,11 @@
 """A distributed job's traces, one per rank, read as one job, as HolisticTraceAnalysis's
 ``TraceAnalysis(trace_dir=...)`` reads a folder (traceinsight 0.6.1): :func:`load_ranks` (from
 :mod:`gpucost_lab.timeline.ranks_load`: parallel loading, rank numbers), then :func:`rank_table` (a row per rank),
-:func:`stragglers` (a row per step) and :func:`analyze_ranks` (both, JSON-ready, behind ``gpucost-lab analyze DIR``).
+:func:`stragglers` (a row per step), :func:`collectives` (a row per collective every rank ran), :func:`straggler`
+(the job's straggler and the wait for it) and :func:`analyze_ranks` (all of them, JSON-ready, behind ``gpucost-lab
+analyze DIR``). The wait is measured per collective (:mod:`gpucost_lab.timeline.collective_match`,
+:mod:`gpucost_lab.timeline.collective_wait`): collectives block, so host step durations even out across ranks and their
+difference is not the wait; a rank that arrives early spins inside the communication kernel instead.
 
 Definitions, per rank (all from the one-trace views, so a rank's figures are those of its trace alone):
 
@@ -21,6 +25,11 @@ Definitions, per rank (all from the one-trace views, so a rank's figures are tho
   the overlap of the merged communication and merged computation intervals over the merged communication time;
   HTA reports it as ``comp_comm_overlap_pctg``, a percentage rounded to 2 decimals; here the share, unrounded).
   NaN (None in JSON) for a rank without communication, where HTA divides 0 by 0.
+- **wait and transfer**: over the collectives every rank ran (in every step, the last one included), the rank's
+  communication-kernel time split into ``wait_us`` (each kernel's duration less the fastest rank's for the same
+  collective, summed) and ``transfer_us`` (the fastest durations, summed; the same for every rank); with one rank,
+  all of it is transfer. They add up to the rank's time in matched communication kernels, which differs from
+  ``communication_us`` where kernels overlap, fall in no step or were not run by every rank.
 """
 
 from __future__ import annotations
@@ -28,11 +37,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from gpucost_lab._validate import InputError
-from gpucost_lab.timeline.ranks_load import Job, RankFigures, load_ranks
+from gpucost_lab.timeline.collective_match import COLLECTIVE_COLUMNS, Matched, RankKernels, collective_table, matched
+from gpucost_lab.timeline.collective_match import rank_waits as _rank_waits
+from gpucost_lab.timeline.collective_wait import STEP_COLUMNS, Straggler, find_straggler, step_table
+from gpucost_lab.timeline.ranks_load import RANK_SOURCES, Job, RankFigures, load_ranks
 from gpucost_lab.timeline.summary import ms_records
 
 RANK_COLUMNS = [
@@ -49,18 +60,12 @@ RANK_COLUMNS = [
     "memory_us",
     "communication_share",
     "comm_comp_overlap_share",
+    "wait_us",
+    "transfer_us",
     "path",
     "rank_source",
 ]
-STRAGGLER_COLUMNS = [
-    "step",
-    "slowest_rank",
-    "slowest_us",
-    "fastest_rank",
-    "fastest_us",
-    "wait_max_us",
-    "wait_mean_us",
-]
+STRAGGLER_COLUMNS = STEP_COLUMNS
 
 
 def _union_us(pieces: dict, *types: str) -> float:
@@ -72,7 +77,7 @@ def _share(part: float, whole: float) -> float:
     return part / whole if whole > 0 else math.nan
 
 
-def _rank_row(r: RankFigures) -> list:
+def _rank_row(r: RankFigures, waits: pd.DataFrame) -> list:
     pieces, idle = r.kernel_pieces_us, r.idle_by_category_us
     communication = _union_us(pieces, "communication")
     return [
@@ -89,6 +94,8 @@ def _rank_row(r: RankFigures) -> list:
         _union_us(pieces, "memory"),
         _share(communication, r.busy.busy_us),
         _share(_union_us(pieces, "computation", "communication"), communication),
+        float(waits["wait_us"].get(r.rank, 0.0)),
+        float(waits["transfer_us"].get(r.rank, 0.0)),
         r.path,
         r.rank_source,
     ]
@@ -110,51 +117,74 @@ def rank_table(job: Job, *, definitions: str | None = None) -> pd.DataFrame:
     :data:`~gpucost_lab.timeline.ranks_load.RANK_SOURCES`). ``definitions``: None or the job's own
     (``job.definitions``, chosen at :func:`load_ranks`)."""
     _check_definitions(job, definitions)
-    table = pd.DataFrame([_rank_row(r) for r in job.ranks], columns=RANK_COLUMNS)
+    waits = _rank_waits(job_collectives(job))
+    table = pd.DataFrame([_rank_row(r, waits) for r in job.ranks], columns=RANK_COLUMNS)
     return table.astype({"rank": "int64", "device": object, "path": object, "rank_source": object})
 
 
+def job_collectives(job: Job) -> Matched:
+    """The collectives every rank of the job ran, matched and on one clock
+    (:func:`~gpucost_lab.timeline.collective_match.matched`)."""
+    return matched(
+        [
+            RankKernels(int(r.rank), r.collectives, r.base_time_ns, r.rank_source == RANK_SOURCES[0])  # type: ignore[arg-type]
+            for r in job.ranks
+            if r.collectives is not None
+        ]
+    )
+
+
+def collectives(job: Job) -> pd.DataFrame:
+    """One row per collective every rank ran, in step and start order: :data:`COLLECTIVE_COLUMNS` (microseconds; the
+    late-arrival spread, the first and last rank to arrive, the transfer and the waits;
+    :func:`~gpucost_lab.timeline.collective_match.collective_table`)."""
+    return collective_table(job_collectives(job))
+
+
+def straggler(job: Job) -> Straggler | None:
+    """The job's straggler, the rank whose collectives start latest, with the wait per collective the others spend
+    on it, their time in the collectives over its own and the verdict
+    (:mod:`gpucost_lab.timeline.collective_wait`); None with one rank or no collective every rank ran."""
+    return find_straggler(job_collectives(job))
+
+
 def stragglers(job: Job) -> pd.DataFrame:
-    """The slowest rank of each step, one row per ``ProfilerStep#N`` number that every rank marks, in step order.
+    """One row per step with collectives every rank ran, in step order: :data:`STRAGGLER_COLUMNS` (microseconds).
 
-    A rank's **step time** is its ``ProfilerStep#N`` annotation's duration, the host's wall time for the step: what
-    the training loop itself times and what the job's throughput follows, defined on every kind of trace (CPU-only
-    too) without mapping GPU work to steps. The GPU work launched in the step is not used: its window starts where
-    the previous step's work ended, so one step's lateness moves the next one's window, and the last step's work is
-    cut short when the profiler stops.
+    ``collectives`` (their count), ``latest_rank`` (the step's rank with the latest mean arrival), ``spread_max_us``
+    and ``spread_mean_us`` (the largest and the mean late-arrival spread of its collectives: the latest start less
+    the earliest), and the step's samples for the job's :func:`straggler`: ``wait_mean_us`` (the wait per
+    collective the other ranks spend on it) and ``comm_time_ratio`` (their time in the collectives over its own).
+    Empty (these columns) when the job has one rank or no collective every rank ran.
 
-    Columns: ``step``; ``slowest_rank`` / ``slowest_us``, ``fastest_rank`` / ``fastest_us`` (ties: the lower rank);
-    ``wait_max_us`` = slowest - fastest, and ``wait_mean_us`` = the mean over the other ranks of slowest - theirs:
-    how long the others would wait for the slowest at the step's end if the step ended in a collective every rank
-    must join (0 with a single rank). Empty (these columns) when no step number is common to every rank.
-
-    HTA's straggler is another figure (``get_potential_stragglers``, hta/analyzers/straggler.py,
-    ``find_stragglers_with_late_start_comm_kernels``): per iteration, the ranks whose last long NCCL kernel on the
-    (stream, kernel) most variable across ranks *starts* latest, normalized by the mean iteration time (its top 2 by
-    default), since a blocking collective makes every rank end together and the one that joins last held the others
-    back. This table says how much time that costs per step, as each rank's step time shows it.
+    A step's ``ProfilerStep#N`` durations are not compared: the collectives block, so every rank's step ends
+    together and the host step times even out; the wait shows inside the communication kernels.
     """
-    durations = pd.DataFrame({int(r.rank): pd.Series(r.step_us, dtype=float) for r in job.ranks})  # type: ignore[arg-type]
-    common = durations.dropna().sort_index()
-    if common.empty:
-        return pd.DataFrame(
-            {c: pd.Series(dtype="int64" if c.endswith(("step", "rank")) else float) for c in STRAGGLER_COLUMNS}
-        )
-    values, ranks = common.to_numpy(float), np.asarray(common.columns, dtype=np.int64)
-    slowest, fastest = values.argmax(axis=1), values.argmin(axis=1)  # the first (lowest rank) on a tie
-    top = values.max(axis=1)
-    others = max(values.shape[1] - 1, 1)
-    return pd.DataFrame(
-        {
-            "step": common.index.to_numpy(np.int64),
-            "slowest_rank": ranks[slowest],
-            "slowest_us": top,
-            "fastest_rank": ranks[fastest],
-            "fastest_us": values.min(axis=1),
-            "wait_max_us": top - values.min(axis=1),
-            "wait_mean_us": (top[:, None] - values).sum(axis=1) / others,
-        }
-    )[STRAGGLER_COLUMNS]
+    m = job_collectives(job)
+    if len(m.ranks) < 2 or m.start_us.empty:
+        return pd.DataFrame({c: pd.Series(dtype="int64" if c in STEP_COLUMNS[:3] else float) for c in STEP_COLUMNS})
+    return step_table(m, find_straggler(m).rank)  # type: ignore[union-attr]
+
+
+def _straggler_record(job: Job, m: Matched) -> dict | None:
+    found = find_straggler(m)
+    if found is None:
+        return None
+    return {
+        "rank": found.rank,
+        "wait_ms": {k: None if v is None else v / 1e3 for k, v in found.wait_us.to_dict().items()},
+        "comm_time_ratio": found.comm_time_ratio.to_dict(),
+        "verdict": found.verdict,
+        "lateness_ms": found.lateness_us / 1e3,
+        "steps": found.steps,
+        "collectives": found.collectives,
+    }
+
+
+def _step_records(m: Matched, steps: pd.DataFrame) -> list[dict]:
+    """:func:`stragglers`' rows in ms, each with its collectives' rows (:func:`collectives`, in ms)."""
+    rows = ms_records(collective_table(m), 0.0)
+    return [{**s, "per_collective": [c for c in rows if c["step"] == s["step"]]} for s in ms_records(steps, 0.0)]
 
 
 def analyze_ranks(job_or_paths, *, definitions: str | None = None, workers: int | None = None) -> dict:
@@ -163,30 +193,42 @@ def analyze_ranks(job_or_paths, *, definitions: str | None = None, workers: int 
     or what :func:`load_ranks` takes (loaded with ``workers`` and ``definitions``).
 
     Keys: ``device``; ``world_size`` (the files' own, None where they do not say); ``definitions``; ``ranks``
-    (:func:`rank_table` rows); ``stragglers`` (:func:`stragglers` rows).
+    (:func:`rank_table` rows); ``clock_alignment`` (how the ranks' clocks were put on one:
+    :data:`~gpucost_lab.timeline.collective_match.ALIGNMENTS`); ``unmatched_kernels`` (communication kernels of a
+    collective not every rank ran); ``straggler`` (:func:`straggler`: ``rank``, ``wait_ms`` as ``{value,
+    ci95_low, ci95_high}``, ``comm_time_ratio`` likewise, ``verdict``, ``lateness_ms``, ``steps``,
+    ``collectives``; None without one); ``stragglers`` (:func:`stragglers` rows, each with its collectives' rows,
+    :func:`collectives`, as ``per_collective``).
     """
     if isinstance(job_or_paths, Job):
         job = job_or_paths
         _check_definitions(job, definitions)
     else:
         job = load_ranks(job_or_paths, workers=workers, definitions=definitions)
+    m = job_collectives(job)
     result: dict[str, Any] = {
         "device": job.device,
         "world_size": job.world_size,
         "definitions": job.definitions,
         "ranks": ms_records(rank_table(job), 0.0),
-        "stragglers": ms_records(stragglers(job), 0.0),
+        "clock_alignment": m.alignment,
+        "unmatched_kernels": m.unmatched,
+        "straggler": _straggler_record(job, m),
+        "stragglers": _step_records(m, stragglers(job)),
     }
     return result
 
 
 __all__ = [
+    "COLLECTIVE_COLUMNS",
     "Job",
     "RANK_COLUMNS",
     "RankFigures",
     "STRAGGLER_COLUMNS",
     "analyze_ranks",
+    "collectives",
     "load_ranks",
     "rank_table",
+    "straggler",
     "stragglers",
 ]

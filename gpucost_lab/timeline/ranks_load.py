@@ -27,7 +27,10 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
+import pandas as pd
+
 from gpucost_lab._validate import InputError, integer_at_least
+from gpucost_lab.timeline.collective_match import rank_collectives
 from gpucost_lab.timeline.idle import IDLE_CATEGORIES, idle_breakdown
 from gpucost_lab.timeline.kernels import kernel_breakdown
 from gpucost_lab.timeline.load import BusyIdle, Trace, load_trace
@@ -52,7 +55,9 @@ class RankFigures:
       (``"computation"``, ``"computation overlapping communication"``, ...);
     - ``step_us``: each ``ProfilerStep#N``'s number to its duration (host side; a number marked twice: the first);
     - ``step_figures``: :func:`~gpucost_lab.timeline.step_figures.per_step`'s tables, what ``diff`` compares (None
-      unless loaded with ``step_figures=True``).
+      unless loaded with ``step_figures=True``);
+    - ``collectives``: :func:`~gpucost_lab.timeline.collective_match.rank_collectives` (its communication kernels by
+      step, in the file's clock) and ``base_time_ns`` (the file's ``baseTimeNanoseconds``, None when absent).
     """
 
     path: str
@@ -65,6 +70,8 @@ class RankFigures:
     kernel_pieces_us: dict = field(repr=False)
     step_us: dict = field(repr=False)
     step_figures: tuple | None = field(default=None, repr=False)
+    collectives: pd.DataFrame | None = field(default=None, repr=False)
+    base_time_ns: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -172,6 +179,8 @@ def figures_of(trace: Trace, definitions: str | None = None, step_figures: bool 
         kernel_pieces_us=dict(zip(pieces["kernel_type"], pieces["total_us"].astype(float))),
         step_us=dict(zip(marks["step"].astype(int), marks["duration_us"].astype(float))),
         step_figures=per_step(trace) if step_figures else None,
+        collectives=rank_collectives(trace),
+        base_time_ns=trace.base_time_ns,
     )
 
 

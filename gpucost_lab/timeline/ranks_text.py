@@ -1,6 +1,6 @@
 """The text of ``gpucost-lab analyze DIR`` (a job's traces, one per rank): :func:`render_job` lays out
 :func:`~gpucost_lab.timeline.analyze_ranks`'s dict (whose ``--json`` keeps the unrounded numbers), a row per rank,
-then the slowest rank of each step."""
+then the straggler and, per step, the late arrivals at its collectives."""
 
 from __future__ import annotations
 
@@ -19,15 +19,17 @@ _RANK_HEADS = (
     ("memory_ms", "mem ms", "{:>9.3f}"),
     ("communication_share", "comm", "{:>6.1%}"),
     ("comm_comp_overlap_share", "overlap", "{:>8.1%}"),
+    ("wait_ms", "wait ms", "{:>10.3f}"),
+    ("transfer_ms", "transfer ms", "{:>12.3f}"),
 )
 _STEP_HEADS = (
     ("step", "step", "{:>8}"),
-    ("slowest_rank", "slowest", "{:>8}"),
-    ("slowest_ms", "its ms", "{:>10.3f}"),
-    ("fastest_rank", "fastest", "{:>8}"),
-    ("fastest_ms", "its ms", "{:>10.3f}"),
-    ("wait_max_ms", "max wait ms", "{:>12.3f}"),
-    ("wait_mean_ms", "mean wait ms", "{:>13.3f}"),
+    ("collectives", "collectives", "{:>12}"),
+    ("latest_rank", "latest", "{:>7}"),
+    ("spread_max_ms", "max spread ms", "{:>14.3f}"),
+    ("spread_mean_ms", "mean spread ms", "{:>15.3f}"),
+    ("wait_mean_ms", "wait ms", "{:>10.3f}"),
+    ("comm_time_ratio", "comm ratio", "{:>11.3f}"),
 )
 
 
@@ -44,11 +46,31 @@ def _table(heads: tuple, rows: list[dict]) -> list[str]:
     return lines
 
 
+def _interval(figure: dict, unit: str) -> str:
+    if figure["ci95_low"] is None:
+        return "no interval"
+    return f"95% interval {figure['ci95_low']:.3f}-{figure['ci95_high']:.3f}{unit}"
+
+
+def straggler_line(found: dict | None) -> str:
+    """The job's straggler in a sentence (``analyze_ranks``' ``straggler``), or why there is none."""
+    if found is None:
+        return "straggler: none (one rank, or no collective every rank ran)"
+    wait, ratio = found["wait_ms"], found["comm_time_ratio"]
+    return (
+        f"straggler: rank {found['rank']}, arriving {found['lateness_ms']:.3f} ms after the earliest rank on "
+        f"average; the others wait {wait['value']:.3f} ms per collective for it ({_interval(wait, ' ms')}) over "
+        f"{found['steps']} step{'s' * (found['steps'] != 1)} and {found['collectives']} collectives; their time "
+        f"in the collectives over its own {ratio['value']:.3f}x ({_interval(ratio, 'x')}): {found['verdict']}"
+    )
+
+
 def render_job(result: dict) -> str:
     """The job as text: a heading (device, ranks loaded of the world size), a row per rank (times in ms; idle by
     cause summed over each rank's streams; comp / comm / mem: time with a kernel of that type running; comm: its
-    share of busy; overlap: communication time overlapped by computation, HTA's comm_comp_overlap), each rank's
-    file, then per step the slowest and fastest rank by ProfilerStep duration and the wait for the slowest."""
+    share of busy; overlap: communication time overlapped by computation, HTA's comm_comp_overlap; wait and
+    transfer: its time in the collectives every rank ran, split), each rank's file, how the clocks were aligned,
+    the straggler, then per step the late-arrival spread of its collectives and the wait for the straggler."""
     ranks, steps = result["ranks"], result["stragglers"]
     world = "" if result["world_size"] is None else f" of a world of {result['world_size']}"
     lines = [
@@ -57,12 +79,16 @@ def render_job(result: dict) -> str:
         *_table(_RANK_HEADS, ranks),
         "traces:",
         *(f"  rank {r['rank']}: {printable(r['path'])} (rank from its {r['rank_source']})" for r in ranks),
+        f"clocks aligned by: {result['clock_alignment']}; communication kernels of a collective not every rank "
+        f"ran: {result['unmatched_kernels']}",
+        straggler_line(result["straggler"]),
     ]
     if not steps:
-        lines.append("no ProfilerStep#N common to every rank: no straggler per step")
+        lines.append("no step with a collective every rank ran: no late arrivals per step")
         return "\n".join(lines)
     lines += [
-        "straggler per step (ProfilerStep duration; wait: slowest - the others, largest and mean):",
+        "per step (spread: a collective's latest start - its earliest; wait: per collective, for the straggler; "
+        "comm ratio: the others' time in the collectives over the straggler's):",
         *_table(_STEP_HEADS, steps),
     ]
     return "\n".join(lines)

@@ -47,7 +47,7 @@ def _busy_in_windows(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> np.n
     return np.clip(busy_until(ends) - busy_until(starts), 0.0, ends - starts)
 
 
-def _launch_steps(ev: pd.DataFrame, work: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+def launch_steps(ev: pd.DataFrame, work: pd.DataFrame, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Per GPU operation: the step whose host window holds its launch (its correlated runtime call's start, else
     its own start), -1 when none does."""
     runtime = ev[(ev["kind"] == "runtime") & ev["correlation"].notna()]
@@ -63,7 +63,7 @@ def _gpu_windows(trace: Trace, starts: np.ndarray, ends: np.ndarray) -> tuple[np
     start) to the end of the work it launched (its host end when it launched none), never running backwards."""
     ev = trace.events
     work = ev[ev["kind"].isin(GPU_WORK)]
-    step = _launch_steps(ev, work, starts, ends)
+    step = launch_steps(ev, work, starts, ends)
     end = (work["ts_us"] + work["dur_us"]).to_numpy(float)
     last = pd.Series(end[step >= 0]).groupby(step[step >= 0]).max().reindex(range(len(starts)))
     bounds = np.maximum.accumulate(np.r_[starts[0], last.fillna(pd.Series(ends)).to_numpy(float)])
@@ -100,7 +100,7 @@ def per_step(trace: Trace) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     }
     if cuda:  # a kernel belongs to the step that launched it: the GPU may run steps behind the host
         kernels = ev[ev["kind"] == "kernel"]
-        step = _launch_steps(ev, kernels, starts, ends)
+        step = launch_steps(ev, kernels, starts, ends)
         keep = step >= 0
         totals = kernels["dur_us"][keep].groupby([step[keep], kernels["name"].to_numpy(object)[keep]]).sum()
         named["kernel"] = totals.unstack(fill_value=0.0).reindex(range(len(starts)), fill_value=0.0) / 1e3

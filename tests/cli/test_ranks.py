@@ -4,10 +4,11 @@ against HolisticTraceAnalysis's figures for the two real ranks; bad input in one
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import pytest
-from timeline.hta_figures import HTA_RANKS
+from timeline.hta_figures import HTA_RANKS, HTA_STRAGGLER
 
 from gpucost_lab.cli.main import main
 from gpucost_lab.timeline import example_trace
@@ -33,9 +34,15 @@ def test_a_folder_gives_a_row_per_rank_equal_to_hta_and_the_straggler(capsys, jo
         hta = HTA_RANKS[row["rank"]]
         assert row["busy_ms"] == pytest.approx(hta["busy_us"] / 1e3, rel=1e-3)
         assert row["idle_ms"] == pytest.approx(hta["idle_us"] / 1e3, rel=1e-3)
-    # ProfilerStep#552 lasts 622,928 us on rank 0 and 630,639 us on rank 1 (the files' own durations)
-    step = next(s for s in out["stragglers"] if s["step"] == 552)
-    assert step["slowest_rank"] == 1 and step["wait_max_ms"] == pytest.approx((630_639 - 622_928) / 1e3)
+    # rank 0 waits for rank 1 10,960.6 us per collective in step 551 and 13,699.6 us in step 552
+    # (tests/timeline/test_collective_wait.py works them out from the files' kernels): their geometric mean
+    assert out["straggler"]["rank"] == HTA_STRAGGLER["sampled"]["straggler"][0] == 1
+    assert out["straggler"]["wait_ms"]["value"] == pytest.approx(math.sqrt(10.9606 * 13.6996))
+    assert out["straggler"]["verdict"] == "inconclusive"
+    assert out["clock_alignment"] == "one clock (distributedInfo)"
+    # HTA's kernel of step 551 starts at ...348,496 us on rank 0 and ...512,687 us on rank 1: one of our collectives
+    spreads = [c["spread_ms"] for s in out["stragglers"] if s["step"] == 551 for c in s["per_collective"]]
+    assert (512_687 - 348_496) / 1e3 in spreads
 
 
 def test_the_text_has_a_row_per_rank_and_names_the_straggler(capsys, job_dir):
@@ -46,7 +53,10 @@ def test_the_text_has_a_row_per_rank_and_names_the_straggler(capsys, job_dir):
     assert text.startswith("cuda job: 2 ranks of a world of 128")
     rows = [line.split() for line in text.splitlines() if line.strip()[:1].isdigit()]
     assert [r[0] for r in rows[:2]] == ["0", "1"]
-    assert ["552", "1", "630.639", "0", "622.928", "7.711", "7.711"] in rows
+    # step 552: 5 collectives, rank 0 latest on average, the largest spread 92.521 ms (rank 0's third SendRecv
+    # starts at ...1,131,066 us, rank 1's at ...1,038,545), the mean (39645 + 45308 + 92521 + 22328 + 1292) / 5 us,
+    # rank 0's wait per collective 13.700 ms, 200872 / 211026
+    assert ["552", "5", "0", "92.521", "40.219", "13.700", "0.952"] in rows
 
 
 def test_an_empty_folder_is_one_line(capsys, tmp_path):

@@ -232,3 +232,34 @@ HTA_SYNTHETIC = {  # name: (idle_time, compute_time, non_compute_time, kernel_ti
     "late_launch": (120, 30, 0, 150),
     "multi_stream": (0, 60, 30, 90),
 }
+
+
+# benchmarks/ranks_straggler_hta.py (traceinsight 0.6.1): TraceAnalysis(trace_dir=...).get_potential_stragglers(
+# num_candidates=1) and, per iteration "step rank", the kernel its straggler function ranks by (the last long NCCL
+# kernel on the (stream, name) most variable across ranks): its start in the files' clock and its duration, us. HTA
+# reads every step but the last. "sampled": the two shipped ranks; "delayed": tests/timeline/delayed_ranks.py's
+# write_job() with its defaults (4 ranks, rank 2 late by 2,000 us before each all-reduce).
+HTA_STRAGGLER = {
+    "sampled": {
+        "straggler": [1],
+        "iterations": [551],
+        "kernels": {
+            "551 0": {"start_us": 1682725898348496.0, "dur_us": 47652.0},
+            "551 1": {"start_us": 1682725898512687.0, "dur_us": 17614.0},
+        },
+    },
+    "delayed": {
+        "straggler": [2],
+        "iterations": [1, 2],
+        "kernels": {
+            "1 0": {"start_us": 1019505.0, "dur_us": 2500.0},
+            "2 0": {"start_us": 1041515.0, "dur_us": 2500.0},
+            "1 1": {"start_us": 1019505.0, "dur_us": 2500.0},
+            "2 1": {"start_us": 1041515.0, "dur_us": 2500.0},
+            "1 2": {"start_us": 1021505.0, "dur_us": 500.0},
+            "2 2": {"start_us": 1043515.0, "dur_us": 500.0},
+            "1 3": {"start_us": 1019505.0, "dur_us": 2500.0},
+            "2 3": {"start_us": 1041515.0, "dur_us": 2500.0},
+        },
+    },
+}

@@ -74,20 +74,29 @@ def test_each_rank_has_its_hand_computed_row(job_dir):
     assert (r1.idle_host_wait_us, r1.idle_kernel_wait_us, r1.idle_other_us) == (0, 0, 0)
 
 
-def test_the_straggler_of_each_step_and_the_wait_for_it(job_dir):
-    late = tl.stragglers(tl.load_ranks(job_dir, workers=1)).set_index("step")
-    # step 1: rank 1 took 130 us, rank 0 100 us: rank 0 waited 30 us; step 2: a tie at 100 us names the lower rank
-    assert late.loc[1, ["slowest_rank", "slowest_us", "fastest_rank", "fastest_us"]].tolist() == [1, 130, 0, 100]
-    assert late.loc[1, "wait_max_us"] == late.loc[1, "wait_mean_us"] == 30
-    assert late.loc[2, ["slowest_rank", "wait_max_us"]].tolist() == [0, 0]
+def test_the_straggler_is_the_late_arrival_at_the_collective(job_dir):
+    job = tl.load_ranks(job_dir, workers=1)
+    # step 1's all-reduce: rank 0 enters at 30 us and leaves at 80, rank 1 enters at 60 and leaves at 90 (one clock:
+    # both files say their rank); rank 1 arrives 30 us late, its 30 us are the transfer, rank 0 waits 50 - 30 = 20
+    row = tl.collectives(job).iloc[0]
+    assert (row.step, row.spread_us, row.earliest_rank, row.latest_rank) == (1, 30, 0, 1)
+    assert (row.transfer_us, row.wait_max_us, row.wait_mean_us) == (30, 20, 10)
+    late = tl.stragglers(job).set_index("step")
+    assert late.loc[1, ["collectives", "latest_rank", "spread_max_us", "wait_mean_us"]].tolist() == [1, 1, 30, 20]
+    assert late.loc[1, "comm_time_ratio"] == pytest.approx(50 / 30)
+    table = tl.rank_table(job).set_index("rank")
+    assert table["wait_us"].tolist() == [20, 0] and table["transfer_us"].tolist() == [30, 30]
+    found = tl.straggler(job)
+    assert (found.rank, found.wait_us.value, found.steps) == (1, 20, 1)
+    assert found.verdict == "inconclusive"  # one step: no interval to decide on
 
 
-def test_three_ranks_wait_for_the_slowest_on_average(tmp_path):
-    for rank, first in enumerate((100, 160, 130)):
-        _rank_trace(tmp_path / f"r{rank}.json", rank, [("gemm", 7, 10, 40)], (first, 100), world_size=3)
+def test_the_host_step_times_are_not_the_wait(tmp_path):
+    # rank 1's step 1 lasts 60 us longer on the host, but both ranks enter and leave the all-reduce together
+    for rank, first in enumerate((100, 160)):
+        _rank_trace(tmp_path / f"r{rank}.json", rank, [("gemm", 7, 10, 40), (NCCL, 20, 50, 20)], (first, 100))
     late = tl.stragglers(tl.load_ranks(tmp_path, workers=1)).set_index("step")
-    assert late.loc[1, "slowest_rank"] == 1
-    assert late.loc[1, "wait_max_us"] == 60 and late.loc[1, "wait_mean_us"] == pytest.approx((60 + 30) / 2)
+    assert late.loc[1, "spread_max_us"] == 0 and late.loc[1, "wait_mean_us"] == 0
 
 
 def test_the_real_ranks_agree_with_hta():
