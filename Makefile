@@ -17,7 +17,7 @@ help:
 	@echo "make test         install (first run only) and run every test, notebooks included (lint first)"
 	@echo "make check        the quick loop: lint and the unit tests, under a minute"
 	@echo "make lint         ruff, the import contracts, the type checker and the dead-code finder"
-	@echo "make install      the system packages (bubblewrap; apt-get as root), then .venv with the course, test and hub dependencies"
+	@echo "make install      the system packages (bubblewrap; apt-get as root), then .venv with the course, test, hub and cluster dependencies"
 	@echo "make system-packages  only the system packages the course needs (SYSTEM_SET=test: also what the tests need)"
 	@echo "make labs         regenerate labs/ (what learners receive) from the nbgrader sources in solutions/"
 	@echo "make notebooks    re-sync the chapters and lab sources with their text forms in text/"
@@ -44,7 +44,7 @@ $(BIN)/python: | system-packages
 
 # constraints.txt pins torch to the exact release the course is tested with; see README "GPU".
 $(STAMP): pyproject.toml constraints.txt | system-packages $(BIN)/python
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[course,test,hub]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[course,test,hub,cluster]"
 	$(BIN)/python binder/install_lab_settings.py
 	@touch $@
 

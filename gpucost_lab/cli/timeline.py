@@ -32,6 +32,7 @@ FLAGS = {
     "workers": "--workers",
     "paths": "TRACE",
     "definitions": "--definitions",
+    "scheduler": "--scheduler",
 }
 
 # Rows each list of analyze and diff prints (--top): more than anyone reads; the JSON of a list stays small.
@@ -58,10 +59,24 @@ def add_analyze(sub: Subcommands) -> argparse.ArgumentParser:
         help="whose definitions of busy, idle and kernel time: course (default) or hta (HolisticTraceAnalysis 0.6.1)",
     )
     p.add_argument(
-        "--workers", type=int, default=None, help="ranks loaded at once (default: one per core, at most one per file)"
+        "--workers",
+        type=int,
+        default=None,
+        help="ranks loaded at once (default: one per core, at most one per file); with --scheduler local, its workers",
     )
+    _add_scheduler(p)
     add_json_flag(p)
     return p
+
+
+def _add_scheduler(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        help="read each rank's trace as a task on a Dask cluster, where it lies: a scheduler's address "
+        "(tcp://host:8786) or local (a LocalCluster here); the paths are resolved on each worker (a folder, a file "
+        "or a glob pattern in quotes); needs gpucost-lab[cluster]",
+    )
 
 
 def add_diff(sub: Subcommands) -> argparse.ArgumentParser:
@@ -77,6 +92,7 @@ def add_diff(sub: Subcommands) -> argparse.ArgumentParser:
         "--after", nargs="+", required=True, help="the after traces; or a folder of rank traces: compared rank by rank"
     )
     p.add_argument("--top", type=int, default=5, help="kernels (CPU traces: operators) to list")
+    _add_scheduler(p)
     add_json_flag(p)
     return p
 
@@ -101,7 +117,7 @@ def add_simulate(sub: Subcommands) -> argparse.ArgumentParser:
 def analyze_command(args: argparse.Namespace) -> tuple[dict, str]:
     integer_at_least("top", args.top, 1, MAX_TOP)
     check_definitions(args.definitions)
-    if len(args.trace) > 1 or Path(args.trace[0]).is_dir():
+    if len(args.trace) > 1 or Path(args.trace[0]).is_dir() or args.scheduler is not None:
         return _analyze_job(args)
     if args.workers is not None:
         raise InputError("workers", f"workers applies to a folder or several traces (one per rank), got {args.workers}")
@@ -116,7 +132,8 @@ def _analyze_job(args: argparse.Namespace) -> tuple[dict, str]:
     if len(args.trace) > MAX_RANKS:
         raise InputError("trace", f"trace must name at most {MAX_RANKS} files or folders, got {len(args.trace)}")
     workers = None if args.workers is None else integer_at_least("workers", args.workers, 1, MAX_RANKS)
-    out = tl.analyze_ranks(args.trace, workers=workers, definitions=args.definitions)
+    job = tl.load_ranks(args.trace, workers=workers, definitions=args.definitions, scheduler=args.scheduler)
+    out = tl.analyze_ranks(job)
     return out, render_job(out)
 
 
@@ -129,12 +146,24 @@ def diff_command(args: argparse.Namespace) -> tuple[dict, str]:
                 f"{field} must name at most {MAX_DIFF_TRACES} traces (all are held at once), got "
                 f"{len(getattr(args, field))}",
             )
-    if _one_folder(args.before) and _one_folder(args.after):
-        per_rank = tl.diff_ranks(args.before[0], args.after[0], top=args.top)
+    if args.scheduler is not None or (_one_folder(args.before) and _one_folder(args.after)):
+        _one_side_each(args)
+        per_rank = tl.diff_ranks(args.before[0], args.after[0], top=args.top, scheduler=args.scheduler)
         out = {"ranks": [{"rank": rank, **d.to_dict()} for rank, d in per_rank.items()]}
         return out, "\n\n".join(f"rank {rank}:\n{d.text()}" for rank, d in per_rank.items())
     result = tl.diff(args.before, args.after, top=args.top)
     return result.to_dict(), result.text()
+
+
+def _one_side_each(args: argparse.Namespace) -> None:
+    """On a cluster, each side is one folder (or one glob pattern) of rank traces, resolved on the workers."""
+    for field in ("before", "after"):
+        if len(getattr(args, field)) != 1:
+            raise InputError(
+                field,
+                f"{field} must be one folder (or glob pattern) of rank traces with --scheduler, got "
+                f"{len(getattr(args, field))} paths",
+            )
 
 
 def _one_folder(paths: list[str]) -> bool:

@@ -7,6 +7,8 @@ trace reader on its own file, never torch, so a lock another thread of the paren
 thread pool) is never waited on. Memory stays bounded: each worker loads one trace at a time
 and sends back only its :class:`RankFigures` (a few figures and a step table; no events), so the parent never holds
 a trace's events and the peak is about one trace per worker. ``workers=1`` loads in this process, one at a time.
+With ``scheduler`` (a Dask scheduler's address, or ``"local"``), each rank is instead a task on a Dask cluster's
+workers, where its trace lies (:mod:`gpucost_lab.timeline.ranks_cluster`); without it nothing imports Dask.
 
 A rank's number is the file's own ``distributedInfo.rank`` (:attr:`Trace.rank`); without it, a ``rank<N>``
 (``rank_<N>``, ``rank-<N>``, any case) in the file's name, the last one when there are several; when no file gives
@@ -20,7 +22,6 @@ from __future__ import annotations
 import inspect
 import multiprocessing
 import os
-import re
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -34,12 +35,11 @@ from gpucost_lab.timeline.collective_match import rank_collectives
 from gpucost_lab.timeline.idle import IDLE_CATEGORIES, idle_breakdown
 from gpucost_lab.timeline.kernels import kernel_breakdown
 from gpucost_lab.timeline.load import BusyIdle, Trace, load_trace
+from gpucost_lab.timeline.rank_files import rank_in_name, trace_files
 from gpucost_lab.timeline.step_figures import per_step
 from gpucost_lab.timeline.views import busy_idle, steps
 
-TRACE_SUFFIXES = (".json", ".json.gz")
 RANK_SOURCES = ("distributedInfo", "file name", "position")
-_RANK_IN_NAME = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,50 +95,6 @@ class Job:
     @property
     def rank_numbers(self) -> tuple[int, ...]:
         return tuple(int(r.rank) for r in self.ranks if r.rank is not None)
-
-
-# ----------------------------------------------------------------------------------------------- which files
-def _folder_traces(folder: Path) -> list[Path]:
-    """The trace files directly in ``folder`` (sorted), or ValueError naming it when there are none."""
-    try:
-        entries = sorted(folder.iterdir())
-    except OSError as exc:
-        raise ValueError(f"{folder}: cannot list the folder ({exc.strerror or exc})") from None
-    traces = [p for p in entries if p.name.endswith(TRACE_SUFFIXES) and p.is_file()]
-    if traces:
-        return traces
-    allowed = "allowed: a folder holding one trace per rank (*.json or *.json.gz)"
-    if not entries:
-        raise ValueError(f"{folder}: an empty folder; {allowed}")
-    shown = ", ".join(p.name for p in entries[:3]) + (", ..." if len(entries) > 3 else "")
-    raise ValueError(f"{folder}: no trace files in this folder ({len(entries)} other entries: {shown}); {allowed}")
-
-
-def trace_files(paths) -> list[Path]:
-    """The trace files ``paths`` names: a folder (its ``*.json`` / ``*.json.gz`` files, not its subfolders), a file,
-    or a list of folders and files, in that order (each folder's files sorted by name)."""
-    items = [paths] if isinstance(paths, (str, os.PathLike)) else paths
-    try:
-        items = list(items)
-    except TypeError:
-        raise InputError("paths", f"paths must be a folder, a trace file or a list of them, got {paths!r}") from None
-    if not items:
-        raise InputError("paths", "paths must name at least one folder or trace file, got none")
-    files: list[Path] = []
-    for item in items:
-        if not isinstance(item, (str, os.PathLike)):
-            raise InputError("paths", f"paths must hold folder or trace-file paths, got {item!r}")
-        path = Path(item)
-        if not path.exists():
-            raise ValueError(f"{path}: no such trace file or folder")
-        files += _folder_traces(path) if path.is_dir() else [path]
-    seen: dict[Path, Path] = {}
-    for f in files:
-        key = f.resolve()
-        if key in seen:
-            raise ValueError(f"{f}: named twice (also as {seen[key]}); each rank's trace once")
-        seen[key] = f
-    return files
 
 
 # ----------------------------------------------------------------------------------------------- one rank (a worker)
@@ -199,12 +155,6 @@ def _in_parallel(task: Callable, files: list[Path], workers: int) -> list[RankFi
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def rank_in_name(path: str) -> int | None:
-    """The last ``rank<N>`` (``rank_<N>``, ``rank-<N>``, any case) in the file's name, or None."""
-    found = _RANK_IN_NAME.findall(Path(path).name)
-    return int(found[-1]) if found else None
-
-
 def _resolve_ranks(loaded: list[RankFigures]) -> list[RankFigures]:
     """Each rank's number and where it came from (module doc), sorted by rank; ValueError for a clash."""
     named = [rank_in_name(r.path) for r in loaded]
@@ -239,23 +189,63 @@ def _one_of(ranks: list[RankFigures], what: str, value: Callable[[RankFigures], 
     return said[0][0] if said else None
 
 
-def load_ranks(paths, *, workers: int | None = None, definitions: str | None = None, step_figures: bool = False) -> Job:
+def _missing_ranks(ranks: list[RankFigures]) -> None:
+    """ValueError naming the ranks below the highest found that no worker holds (traces on the workers' nodes)."""
+    numbers = {int(r.rank) for r in ranks}  # type: ignore[arg-type]
+    missing = sorted(set(range(max(numbers) + 1)) - numbers)
+    if missing:
+        shown = ", ".join(map(str, missing[:10])) + (", ..." if len(missing) > 10 else "")
+        raise ValueError(
+            f"ranks missing across the workers: no worker holds rank {shown} (found {len(numbers)} ranks, the "
+            f"highest {max(numbers)}); start a worker on each node that holds a rank's trace"
+        )
+
+
+def _on_cluster(paths, scheduler: str, workers: int | None, task: Callable) -> list[RankFigures]:
+    """Each rank's figures read on a Dask cluster, where its trace lies (:mod:`gpucost_lab.timeline.ranks_cluster`),
+    ranks resolved; traces on the workers' own nodes are named ``host:path`` and must hold every rank."""
+    from gpucost_lab.timeline.ranks_cluster import on_workers, open_cluster, where_files_lie
+
+    with open_cluster(scheduler, workers) as client:
+        placed = where_files_lie(client, paths)
+        loaded = on_workers(client, task, placed)
+    ranks = _resolve_ranks([replace(r, path=p.label) for r, p in zip(loaded, placed)])
+    if any(p.worker is not None for p in placed):
+        _missing_ranks(ranks)
+    return ranks
+
+
+def load_ranks(
+    paths,
+    *,
+    workers: int | None = None,
+    definitions: str | None = None,
+    step_figures: bool = False,
+    scheduler: str | None = None,
+) -> Job:
     """Load a distributed job's traces, one per rank, as one :class:`Job` (module doc: parallel loading, ranks).
 
-    ``paths``: a folder (its ``*.json`` / ``*.json.gz`` files), a trace file, or a list of folders and files.
-    ``workers``: processes loading at once (default ``min(os.cpu_count(), files)``; 1: in this process).
+    ``paths``: a folder (its ``*.json`` / ``*.json.gz`` files), a trace file, a glob pattern, or a list of them.
+    ``workers``: processes loading at once (default ``min(os.cpu_count(), files)``; 1: in this process); with
+    ``scheduler="local"``, the local cluster's workers (default one per core).
     ``definitions``: passed to ``busy_idle``, ``idle_breakdown`` and ``kernel_breakdown`` where they take it (None:
     their default, the course's). ``step_figures=True`` also keeps what ``diff`` compares per step.
+    ``scheduler``: None (the process pool), ``"local"`` (a Dask LocalCluster) or a Dask scheduler's address: each
+    rank a task on a worker, the paths resolved on the workers (:mod:`gpucost_lab.timeline.ranks_cluster`).
     Raises ValueError naming the path for a missing path, an empty folder or one without traces, an unreadable trace,
     two files of one rank, a file without a rank beside files with one, ranks disagreeing on the world size, and
-    CPU-only traces mixed with accelerator traces.
+    CPU-only traces mixed with accelerator traces; on a cluster also for a scheduler not reached (InputError
+    ``scheduler``), a file a worker cannot read (naming the worker) and ranks no worker holds.
     """
-    files = trace_files(paths)
-    n = len(files) if workers is None else integer_at_least("workers", workers, 1)
-    workers = min(n, len(files), os.cpu_count() or 1) if workers is None else min(n, len(files))
+    files = None if scheduler is not None else trace_files(paths)  # on a cluster, the workers find them
+    n = None if workers is None else integer_at_least("workers", workers, 1)
     with_definitions(busy_idle, definitions)  # an unknown definition is refused before any file is read
     task = partial(rank_figures, definitions=definitions, step_figures=step_figures)
-    ranks = _resolve_ranks(_in_parallel(task, files, workers))
+    if files is None:
+        ranks = _on_cluster(paths, str(scheduler), n, task)
+    else:
+        count = min(len(files), os.cpu_count() or 1) if n is None else min(n, len(files))
+        ranks = _resolve_ranks(_in_parallel(task, files, count))
     kinds = {r.device for r in ranks}
     if len(kinds) > 1:
         first = ranks[0]
