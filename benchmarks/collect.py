@@ -126,6 +126,35 @@ def ranks_memory(result: dict) -> tuple[str, str]:
     return figure, verdict_of(result["memory_ratio"] <= RANKS_MEMORY_TARGET)
 
 
+# chapter 02's ranks on a Dask cluster: benchmarks/ranks_cluster_scale.py
+RANKS_CLIENT_FLAT = 1.2
+
+
+def ranks_cluster_found(result: dict) -> tuple[str, str]:
+    large = result["large"]
+    pool, cluster, hta = large["pool"], large["cluster"], large["hta"]
+    found = result["stragglers_found"]
+    figure = (
+        f"{result['ranks']} ranks of {large['events_per_rank']:,} events, rank {large['delayed']} late "
+        f"{result['delay_us']:,.0f} us before each all-reduce: pool {pool['seconds']:.1f} s, "
+        f"{pool['peak_mb']:,.0f} MB; "
+        f"LocalCluster (2 workers) {cluster['seconds']:.1f} s, client {cluster['client_peak_mb']:,.0f} MB, largest "
+        f"worker {cluster['worker_peak_mb']:,.0f} MB; HTA {hta['seconds']:.1f} s, {hta['peak_mb']:,.0f} MB; straggler "
+        f"found: pool {found['pool']}, cluster {found['cluster']}, HTA {found['hta']}; wait per collective "
+        f"{pool['wait_ms']:.3f} ms (pool), {cluster['wait_ms']:.3f} ms (cluster)"
+    )
+    return figure, verdict_of(result["all_found_the_delayed_rank"])
+
+
+def ranks_cluster_client(result: dict) -> tuple[str, str]:
+    small, large = result["small"]["cluster"], result["large"]["cluster"]
+    figure = (
+        f"{small['client_peak_mb']:,.0f} MB at {result['small_ranks']} ranks, {large['client_peak_mb']:,.0f} MB at "
+        f"{result['ranks']}: {result['client_peak_ratio']:.2f}x"
+    )
+    return figure, verdict_of(result["client_peak_ratio"] <= RANKS_CLIENT_FLAT)
+
+
 def _ms_span(values: list[float]) -> str:
     lo, hi = min(values), max(values)
     return f"{lo:.1f}" if f"{lo:.1f}" == f"{hi:.1f}" else f"{lo:.1f}\u2013{hi:.1f}"
@@ -393,6 +422,26 @@ BENCHES: tuple[Bench, ...] = (
         ),
         hta=True,
         packages=("traceinsight",),
+    ),
+    Bench(
+        "ranks_cluster",
+        "benchmarks/ranks_cluster_scale.py",
+        (
+            Row(
+                "a folder of synthetic rank traces, one rank delayed before each collective: the process pool, a "
+                "two-worker Dask `LocalCluster` (a client connected to it) and HTA's `TraceAnalysis(trace_dir=...)` + "
+                "`get_potential_stragglers`, wall time, peak memory and the straggler each finds",
+                "the delayed rank found by all three",
+                ranks_cluster_found,
+            ),
+            Row(
+                "the cluster client's peak memory, 8 ranks against 256 (the traces read on the workers)",
+                f"within {RANKS_CLIENT_FLAT - 1:.0%} (<= {RANKS_CLIENT_FLAT:g}x)",
+                ranks_cluster_client,
+            ),
+        ),
+        hta=True,
+        packages=("traceinsight", "distributed"),
     ),
     Bench(
         "serve_overhead",
