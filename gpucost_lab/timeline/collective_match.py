@@ -13,7 +13,7 @@ The ranks' clocks are aligned first (:func:`clock_offsets_us`): by each trace's 
 trace has one (its timestamps count from it); else, where every file says its rank in ``distributedInfo``, the files'
 own timestamps as one clock (Kineto writes the host's clock, epoch microseconds, and HolisticTraceAnalysis reads a
 folder so, shifting every rank by one offset); else the first matched collective's end is the sync point (every rank
-leaves a blocking collective together), which the job's figures say.
+leaves a blocking collective together), which the job's figures say; "none" when no collective was matched.
 
 Per matched collective (:func:`collective_table`): its **late-arrival spread**, the latest kernel start less the
 earliest (aligned clocks); each rank's **wait**, its kernel's duration less the fastest rank's for the same
@@ -35,7 +35,7 @@ from gpucost_lab.timeline.step_figures import launch_steps
 from gpucost_lab.timeline.views import steps
 
 KERNEL_COLUMNS = ["step", "collective", "name", "start_us", "dur_us"]
-ALIGNMENTS = ("baseTimeNanoseconds", "one clock (distributedInfo)", "first collective's end")
+ALIGNMENTS = ("baseTimeNanoseconds", "one clock (distributedInfo)", "first collective's end", "none (no collective)")
 COLLECTIVE_COLUMNS = [
     "step",
     "collective",
@@ -105,10 +105,12 @@ class Matched:
 def clock_offsets_us(ranks: Sequence[RankKernels], first_end_us: pd.Series) -> tuple[dict[int, float], str]:
     """Microseconds to add to each rank's timestamps to put them on one clock, and which alignment (module doc).
     ``first_end_us``: each rank's end of the first matched collective in its own clock (empty: none matched)."""
+    if first_end_us.empty:
+        return {r.rank: 0.0 for r in ranks}, ALIGNMENTS[3]
     if all(r.base_time_ns is not None for r in ranks):
         base = min(int(r.base_time_ns) for r in ranks)  # type: ignore[arg-type]
         return {r.rank: (int(r.base_time_ns) - base) / 1e3 for r in ranks}, ALIGNMENTS[0]  # type: ignore[arg-type]
-    if all(r.says_rank for r in ranks) or first_end_us.empty:
+    if all(r.says_rank for r in ranks):
         return {r.rank: 0.0 for r in ranks}, ALIGNMENTS[1]
     reference = float(first_end_us.iloc[0])
     return {r.rank: reference - float(first_end_us[r.rank]) for r in ranks}, ALIGNMENTS[2]

@@ -166,7 +166,7 @@ def stragglers(job: Job) -> pd.DataFrame:
     return step_table(m, find_straggler(m).rank)  # type: ignore[union-attr]
 
 
-def _straggler_record(job: Job, m: Matched) -> dict | None:
+def _straggler_record(m: Matched) -> dict | None:
     found = find_straggler(m)
     if found is None:
         return None
@@ -213,7 +213,7 @@ def analyze_ranks(job_or_paths, *, definitions: str | None = None, workers: int 
         "ranks": ms_records(rank_table(job), 0.0),
         "clock_alignment": m.alignment,
         "unmatched_kernels": m.unmatched,
-        "straggler": _straggler_record(job, m),
+        "straggler": _straggler_record(m),
         "stragglers": _step_records(m, stragglers(job)),
     }
     return result

@@ -9,6 +9,7 @@ from gpucost_lab import timeline as tl
 from gpucost_lab.timeline.collective_match import rank_collectives
 
 from .delayed_ranks import ALL_REDUCE, schedule, write_job, write_rank
+from .test_ranks import NCCL, _rank_trace
 
 
 def test_a_ranks_communication_kernels_by_step_and_order(tmp_path):
@@ -49,3 +50,12 @@ def test_a_collective_one_rank_did_not_run_is_left_out_and_counted(tmp_path):
     out = tl.analyze_ranks(tmp_path, workers=1)
     assert out["unmatched_kernels"] == 3  # rank 0's third all-reduce of each of the 3 steps
     assert [s["collectives"] for s in out["stragglers"]] == [2, 2, 2]
+
+
+def test_a_job_without_a_collective_every_rank_ran_has_none_to_align(tmp_path):
+    _rank_trace(tmp_path / "r0.json", 0, [("gemm", 7, 10, 40), (NCCL, 20, 30, 50)], (100, 100))
+    _rank_trace(tmp_path / "r1.json", 1, [("gemm", 7, 10, 40)], (100, 100))  # no all-reduce at all
+    out = tl.analyze_ranks(tmp_path, workers=1)
+    assert out["clock_alignment"] == "none (no collective)" and out["unmatched_kernels"] == 1  # rank 0's one
+    assert out["straggler"] is None and out["stragglers"] == []
+    assert [(r["wait_ms"], r["transfer_ms"]) for r in out["ranks"]] == [(0.0, 0.0), (0.0, 0.0)]
