@@ -4,6 +4,7 @@ on; an architecture without a table is named."""
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 import sys
@@ -40,6 +41,9 @@ def test_an_architecture_without_a_table_is_named(monkeypatch):
     assert "'riscv64'" in seccomp.problem() and "x86_64, aarch64" in seccomp.problem()
 
 
+# The base interpreter (the standard library is all WORK needs), its prefix bound again over the tmpfs on /tmp:
+# a checkout under /tmp keeps its environment, and the venv's python with it, below that mount.
+PYTHON = os.path.realpath(sys.executable)
 WORK = (
     "import os, subprocess, threading\n"
     "t = threading.Thread(target=lambda: None); t.start(); t.join()\n"
@@ -56,7 +60,7 @@ WORK = (
         (["unshare", "-U", "true"], True),  # a user namespace
         (["unshare", "-n", "true"], True),  # a network namespace
         (["sh", "-c", "mount -t tmpfs none /tmp"], True),
-        ([sys.executable, "-c", WORK], False),  # a thread, a fork, a subprocess: the kernel's own work
+        ([PYTHON, "-c", WORK], False),  # a thread, a fork, a subprocess: the kernel's own work
     ],
 )
 def test_under_bubblewrap_the_filter_refuses_namespaces_and_mounts_only(command, refused):
@@ -64,6 +68,7 @@ def test_under_bubblewrap_the_filter_refuses_namespaces_and_mounts_only(command,
         program.write(seccomp.program())
         program.seek(0)
         sandbox = ["bwrap", "--seccomp", str(program.fileno()), "--ro-bind", "/", "/", "--tmpfs", "/tmp"]
+        sandbox += ["--ro-bind", sys.base_prefix, sys.base_prefix, "--ro-bind", PYTHON, PYTHON]
         sandbox += ["--dev", "/dev", "--proc", "/proc", *kernel_command.namespaces(), "--"]
         done = subprocess.run(
             sandbox + command, capture_output=True, text=True, timeout=60, pass_fds=(program.fileno(),)
