@@ -86,12 +86,13 @@ else:
 
 def _missing_system_packages() -> list[str]:
     """The system packages of ``make test`` (tools/system_packages.py, NEEDS) this machine lacks, by package name."""
-    spec = importlib.util.spec_from_file_location("system_packages", TESTS.parent / "tools" / "system_packages.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)  # its dataclasses look their module up there
-    spec.loader.exec_module(sys.modules[spec.name])
-    module = sys.modules[spec.name]
-    return [f"{need.apt} ({need.command}, for {need.why})" for need in module.needed("test") if not need.present()]
+    from labtools import system_packages
+
+    return [
+        f"{need.apt} ({need.command}, for {need.why})"
+        for need in system_packages().needed("test")
+        if not need.present()
+    ]
 
 
 def pytest_sessionstart(session):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import importlib.util
 import os
 import shutil
 import signal
@@ -26,6 +27,29 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 MARKER = "### "  # the prefix of nbgrader's BEGIN/END SOLUTION and BEGIN/END HIDDEN TESTS lines
+
+
+def system_packages():
+    """tools/system_packages.py, loaded by path once (it runs before any environment exists, so it is no package)."""
+    if "system_packages" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("system_packages", ROOT / "tools" / "system_packages.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclasses look their module up there
+        spec.loader.exec_module(module)
+    return sys.modules["system_packages"]
+
+
+def plain_run(loop):
+    """``loop`` run through its whole schedule with no timer at all (chapter 05's order); the loop, run."""
+    for step in range(1, loop.steps + 1):
+        loop.load_batch()
+        loop.forward_backward()
+        if loop.should_evaluate(step):
+            loop.evaluate()
+        if loop.should_checkpoint(step):
+            loop.save_checkpoint()
+        loop.log_metrics()
+    return loop
 
 
 def source_path(lab: str) -> Path:

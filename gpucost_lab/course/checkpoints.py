@@ -234,10 +234,11 @@ def usable_earlier(
     usable, refused = [], []
     for interval in earlier:
         lo, hi = _outward(interval.low, interval.high, significant, decimals)
-        held = "its mistakes could not be computed in this run" if mistakes is None else None
-        for label, value in [*(mistakes or {}).items(), *(("one its own run computed", m) for m in interval.mistakes)]:
-            if held is None and lo <= value <= hi:
-                held = label
+        if mistakes is None:
+            refused.append("its mistakes could not be computed in this run")
+            continue
+        candidates = [*mistakes.items(), *(("one its own run computed", m) for m in interval.mistakes)]
+        held = next((label for label, value in candidates if lo <= value <= hi), None)
         if held is None:
             usable.append((interval.low, interval.high))
         else:

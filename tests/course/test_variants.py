@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from labtools import plain_run
 
 from gpucost_lab.course.variants import (
     LEARNER_ENV,
@@ -35,15 +36,7 @@ BOTTLENECK_KNOBS = ["num_workers", "pin_memory", "item_sync", "eval_every", "che
 
 def _totals(loop: SimulatedTrainingLoop) -> dict:
     """Seconds per phase, summed from the loop's own call history after a plain run."""
-    for step in range(1, loop.steps + 1):
-        loop.load_batch()
-        loop.forward_backward()
-        if loop.should_evaluate(step):
-            loop.evaluate()
-        if loop.should_checkpoint(step):
-            loop.save_checkpoint()
-        loop.log_metrics()
-    return loop.history.groupby("phase")["duration_s"].sum().to_dict()
+    return plain_run(loop).history.groupby("phase")["duration_s"].sum().to_dict()
 
 
 def test_the_self_study_numbers_are_the_ones_the_lab_text_states():

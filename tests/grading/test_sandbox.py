@@ -18,7 +18,6 @@ measured one.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import logging
 import os
 import re
@@ -31,7 +30,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from labtools import ROOT, answered_release, course_copy, write_submission
+from labtools import ROOT, answered_release, course_copy, system_packages, write_submission
 from nbformat.v4 import new_code_cell, new_notebook
 
 from gpucost_lab.grading import kernel_command, sandbox
@@ -42,14 +41,6 @@ from .helpers import VENV_BIN, needs_sandbox
 
 LAB = "profile_training_loop"
 USERNS_FAILURE = "bwrap: setting up uid map: Permission denied"
-
-
-def _system_packages():
-    spec = importlib.util.spec_from_file_location("system_packages", ROOT / "tools" / "system_packages.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, module)  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
 
 
 def _bin(tmp_path: Path, *, failing_bwrap: bool) -> str:
@@ -214,7 +205,7 @@ def test_the_install_step_names_every_system_package_the_tests_need():
         "the install step runs the script"
     )
     assert re.search(r"^test: SYSTEM_SET := test$", makefile, re.M), "make test asks for the test set"
-    listed = {need.command for need in _system_packages().needed("test")}
+    listed = {need.command for need in system_packages().needed("test")}
     looked_for = _commands_the_code_looks_for()
     assert {"bwrap", "prlimit", "npm", "/usr/bin/chromium"} <= looked_for  # the scan sees what it must
     assert looked_for <= listed, f"not installed by make test: {sorted(looked_for - listed)}"
@@ -226,7 +217,7 @@ def test_ci_is_make_test_alone():
 
 
 def test_the_set_up_decides_by_platform_and_rights():
-    sp = _system_packages()
+    sp = system_packages()
     bwrap = sp.needed("lab")[0]
     assert sp.decide([], "Linux", False, False, False) == ("none", "")
     assert sp.decide([bwrap], "Linux", True, False, True) == ("install", "")
@@ -240,7 +231,7 @@ def test_the_set_up_decides_by_platform_and_rights():
 
 
 def test_a_machine_that_has_everything_installs_nothing():
-    if not all(need.present() for need in _system_packages().needed("test")):
+    if not all(need.present() for need in system_packages().needed("test")):
         pytest.skip("this machine lacks a system package the tests need (make test installs it)")
     done = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "system_packages.py"), "test"], capture_output=True, text=True

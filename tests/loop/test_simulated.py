@@ -10,6 +10,7 @@ import sys
 
 import pandas as pd
 import pytest
+from labtools import plain_run
 
 from gpucost_lab import InputError
 from gpucost_lab.loop.costs import TIME_SCALE
@@ -28,19 +29,6 @@ from .helpers import HAND_S
 def instrumented(scenario="eval_checkpoint_heavy", **kw):
     loop = SimulatedTrainingLoop(scenario, **kw)
     return loop, _learner_pass(loop, PhaseTimer(clock=loop.clock))
-
-
-def plain_run(loop):
-    """``loop`` run through its whole schedule with no timer at all (chapter 05's order); the loop, run."""
-    for step in range(1, loop.steps + 1):
-        loop.load_batch()
-        loop.forward_backward()
-        if loop.should_evaluate(step):
-            loop.evaluate()
-        if loop.should_checkpoint(step):
-            loop.save_checkpoint()
-        loop.log_metrics()
-    return loop
 
 
 def record_balance(loop):
