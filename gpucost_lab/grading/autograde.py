@@ -197,6 +197,7 @@ def grade(
     feedback_dir: str | os.PathLike | None = None,
     course_dir: str | os.PathLike | None = None,
     self_study: bool = False,
+    course: Course | None = None,
 ) -> GradeReport:
     """Autograde one submitted notebook with nbgrader and report its score against the pass mark.
 
@@ -213,6 +214,10 @@ def grade(
     nbgrader cannot generate the course or autograde the submission (no grade is given then). Where no sandbox can
     be made, raises :class:`~.sandbox.SandboxUnavailable` before the submission is read.
 
+    ``course``, a course :func:`~.course.generate_course` made for the assignment with this ``timeout_s`` and
+    ``source_root``, grades in it instead of a new one and leaves it as generated (``forget``), as a class is graded;
+    ``course_dir`` is then not allowed.
+
     The steps are those of a whole class (:mod:`gpucost_lab.grading.classes`), which generates the course once and
     grades every submission in it: :func:`~.submission.read_submission`, :func:`~.course.generate_course`,
     :func:`autograde_in`.
@@ -222,6 +227,8 @@ def grade(
     timeout_s = check_timeout(timeout_s)
     require_sandbox()  # before the submission is read or anything is written
     sub = read_submission(notebook_path, student, assignment, source_root=source_root, self_study=self_study)
+    if course is not None:
+        return autograde_in(_usable(course, timeout_s, course_dir), sub, feedback_dir=feedback_dir, forget=True)
     with contextlib.ExitStack() as stack:
         if course_dir is None:
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="gpucost-grade-")))
@@ -233,3 +240,20 @@ def grade(
                 )
         course = generate_course(folder, sub.root, sub.assignment, timeout_s)
         return autograde_in(course, sub, feedback=True, feedback_dir=feedback_dir)
+
+
+def _usable(course: Course, timeout_s: int, course_dir) -> Course:
+    """``course`` if a submission graded with ``timeout_s`` may be graded in it; else :class:`InputError`."""
+    if course_dir is not None:
+        raise InputError("course_dir", f"course_dir must be None when a course is given, got {str(course_dir)!r}")
+    if course.dirty:
+        raise InputError(
+            "course",
+            f"course {str(course.path)!r} kept a submission it could not remove; allowed: a course as generated",
+        )
+    if course.timeout_s != timeout_s:
+        raise InputError(
+            "timeout_s",
+            f"timeout_s {timeout_s} differs from the course's {course.timeout_s}; allowed: {course.timeout_s}",
+        )
+    return course

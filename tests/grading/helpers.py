@@ -5,9 +5,12 @@ learners' copies of it, `gpucost-lab grade` in this process and in a fresh one, 
 
 from __future__ import annotations
 
+import atexit
 import copy
+import shutil
 import subprocess
 import sys
+import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
@@ -17,6 +20,8 @@ import pytest
 
 from gpucost_lab import grading
 from gpucost_lab.cli.main import main
+from gpucost_lab.grading.course import Course, generate_course
+from gpucost_lab.grading.notebooks import DEFAULT_TIMEOUT_S
 from gpucost_lab.grading.sandbox import unavailable_reason
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,7 +64,33 @@ def learner_copy(released, folder, answers=(), *, custom=None, edit_tests=None, 
 
 
 def grade_fixture(path, **kw):
-    return grading.grade(path, assignment=ASSIGNMENT, source_root=SOURCE_ROOT, **kw)
+    """``grading.grade`` of the fixture lab, in the shared course (:func:`shared_course`) unless ``course_dir``."""
+    return grade_shared(path, assignment=ASSIGNMENT, source_root=SOURCE_ROOT, **kw)
+
+
+# One nbgrader course per lab, source and timeout in each test process, made at its first use (generating one is
+# about half the time of a grade): ``grading.grade(..., course=)`` grades in it and removes the submission after,
+# as a class is graded. The tests about making a course (a temporary one, ``course_dir``) keep their own.
+_COURSES: dict[tuple[str, str, int], Course] = {}
+_COURSES_ROOT = Path(tempfile.mkdtemp(prefix="gpucost-test-courses-"))  # made before any test moves tempfile's root
+atexit.register(shutil.rmtree, _COURSES_ROOT, True)
+
+
+def shared_course(source_root: Path, assignment: str, timeout_s: int = DEFAULT_TIMEOUT_S) -> Course:
+    """This process's course generated from ``source_root/assignment``: made again if a submission stayed in it."""
+    key = (str(Path(source_root).resolve()), assignment, timeout_s)
+    course = _COURSES.get(key)
+    if course is None or course.dirty:
+        folder = Path(tempfile.mkdtemp(prefix=f"{assignment}-", dir=_COURSES_ROOT))
+        course = _COURSES[key] = generate_course(folder, Path(source_root).resolve(), assignment, timeout_s)
+    return course
+
+
+def grade_shared(path, *, assignment: str, source_root: Path, timeout_s: int = DEFAULT_TIMEOUT_S, **kw):
+    """``grading.grade(path, ...)`` in the shared course of its lab, or in its own where ``course_dir`` is given."""
+    if kw.get("course_dir") is None:
+        kw["course"] = shared_course(source_root, assignment, timeout_s)
+    return grading.grade(path, assignment=assignment, source_root=source_root, timeout_s=timeout_s, **kw)
 
 
 def cli(capsys, *argv):

@@ -20,6 +20,8 @@ from gpucost_lab import grading
 from gpucost_lab.cli.main import main
 from gpucost_lab.grading.sandbox import unavailable_reason
 
+from .helpers import grade_shared
+
 SOURCE_ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "grading" / "solutions"
 SOURCE_NB = SOURCE_ROOT / "mini_lab" / "mini_lab.ipynb"
 RIGHT = {
@@ -60,7 +62,7 @@ def notebook(folder: Path, answers: dict, *, before: str = "", name: str = "mini
 def score(path: Path, **kw) -> float:
     kw.setdefault("timeout_s", 10)  # a kernel broken by an attack fails each cell at this limit: keep it short
     kw.setdefault("source_root", SOURCE_ROOT)
-    return grading.grade(path, assignment="mini_lab", **kw).score
+    return grade_shared(path, assignment="mini_lab", **kw).score
 
 
 WRONG = {q: src.replace("return ", "return 1.5 * ") for q, src in RIGHT.items()}  # every answer off by half
@@ -110,7 +112,7 @@ def test_answers_that_return_always_equal_objects_score_0_with_the_type_named(tm
         + src.replace("return ", "return Always(0) if True else ")
         for q, src in RIGHT.items()
     }
-    report = grading.grade(notebook(tmp_path, answers), assignment="mini_lab", source_root=SOURCE_ROOT)
+    report = grade_shared(notebook(tmp_path, answers), assignment="mini_lab", source_root=SOURCE_ROOT)
     assert report.score == 0
     assert all("Always" in f["message"] and "answers must be int, float" in f["message"] for f in report.failed)
 
@@ -170,7 +172,7 @@ def test_a_copied_answer_cell_still_scores_full_marks(tmp_path):
     twin["id"] = "copy-of-q2-answer"
     nb.cells.insert(index + 1, twin)
     nbformat.write(nb, path)
-    report = grading.grade(path, assignment="mini_lab", source_root=SOURCE_ROOT)
+    report = grade_shared(path, assignment="mini_lab", source_root=SOURCE_ROOT)
     assert (report.score, report.passed) == (10, True)
     assert report.notes == ("cell q2_answer appears more than once: the first is graded, the copy is ignored",)
 
@@ -178,7 +180,7 @@ def test_a_copied_answer_cell_still_scores_full_marks(tmp_path):
 def test_huge_output_is_cut_and_the_feedback_stays_small(tmp_path):
     flood = "print('x' * 10_000_000)"
     path = notebook(tmp_path, RIGHT, before=flood)
-    report = grading.grade(path, assignment="mini_lab", source_root=SOURCE_ROOT)
+    report = grade_shared(path, assignment="mini_lab", source_root=SOURCE_ROOT)
     assert report.score == 10
     assert Path(report.feedback_html).stat().st_size < 2_000_000  # the 10 MB line is not in it
 
@@ -213,5 +215,7 @@ def test_grading_leaves_no_temporary_folder(tmp_path, monkeypatch):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
-    assert score(notebook(tmp_path / "sub", RIGHT, before="import tempfile\nKEEP = tempfile.mkdtemp()")) == 10
+    path = notebook(tmp_path / "sub", RIGHT, before="import tempfile\nKEEP = tempfile.mkdtemp()")
+    # a course of its own, in a temporary folder: the one that must be gone
+    assert grading.grade(path, assignment="mini_lab", source_root=SOURCE_ROOT, timeout_s=10).score == 10
     assert list(scratch.iterdir()) == []

@@ -32,7 +32,7 @@ from gpucost_lab.grading import kernel_command, seccomp, wire
 from gpucost_lab.grading.sandbox import Limits
 from gpucost_lab.grading.truth import lab_balance
 
-from .helpers import ROOT, needs_sandbox
+from .helpers import ROOT, grade_shared, needs_sandbox
 
 pytestmark = [pytest.mark.grading, needs_sandbox]
 MB = 2**20
@@ -308,13 +308,12 @@ def test_the_solution_scores_full_marks_whatever_the_learner_s_largest_overhead(
 def test_a_cell_whose_metadata_nbgrader_refuses_is_dropped_and_the_rest_graded(tmp_path):
     # one extra key in Q2's answer cell failed nbgrader's schema for the whole notebook ("not graded", no score):
     # now that cell alone is dropped, so Q2's test (2 points) fails and the other four earn 3 + 2 + 2 + 1 = 8
-    from gpucost_lab import grading
     from grading.test_attacks import RIGHT, SOURCE_ROOT, grade_id, notebook
 
     path = notebook(tmp_path / "sub", RIGHT)
     nb = nbformat.read(path, as_version=4)
     next(c for c in nb.cells if grade_id(c) == "q2_answer").metadata["nbgrader"]["extra"] = 1
     nbformat.write(nb, path)
-    report = grading.grade(path, assignment="mini_lab", source_root=SOURCE_ROOT, timeout_s=10)
+    report = grade_shared(path, assignment="mini_lab", source_root=SOURCE_ROOT, timeout_s=10)
     assert (report.score, [f["cell"] for f in report.failed]) == (8, ["q2_test"])
     assert any("'q2_answer': nbgrader refuses its metadata" in note and "'extra'" in note for note in report.notes)

@@ -18,7 +18,17 @@ import pytest
 from gpucost_lab import grading
 from gpucost_lab.grading.course import course_config
 
-from .helpers import ASSIGNMENT, FIXTURE_ARGS, SOURCE_NB, SOURCE_ROOT, cli, grade_fixture, grade_id, learner_copy
+from .helpers import (
+    ASSIGNMENT,
+    FIXTURE_ARGS,
+    SOURCE_NB,
+    SOURCE_ROOT,
+    cli,
+    grade_fixture,
+    grade_id,
+    learner_copy,
+    shared_course,
+)
 
 POINTS = {"q1_test": 3, "q2_test": 2, "q3_test": 2, "q4_test": 2, "q5_test": 1}  # 10 in all
 
@@ -240,3 +250,19 @@ def test_a_submission_nbgrader_cannot_autograde_is_a_grading_error_not_a_grade(t
     assert code == 2 and out.out == "" and "Traceback" not in out.err
     lines = out.err.strip().splitlines()
     assert len(lines) == 1 and "could not autograde" in lines[0] and str(submission) in lines[0]
+
+
+def test_grading_in_a_given_course_leaves_it_as_generated_and_refuses_what_does_not_match_it(tmp_path, released):
+    course = shared_course(SOURCE_ROOT, ASSIGNMENT, timeout_s=7)
+    files = lambda: sorted(p.relative_to(course.path) for p in course.path.rglob("*") if p.is_file())  # noqa: E731
+    before = files()
+    submission = learner_copy(released, tmp_path, answers=["q1", "q2"])  # 3 + 2 of 10
+    report = grading.grade(submission, assignment=ASSIGNMENT, source_root=SOURCE_ROOT, timeout_s=7, course=course)
+    assert (report.score, report.passed) == (5, False)
+    assert files() == before  # the submission's files are gone, the gradebook kept
+    with pytest.raises(ValueError, match=r"^timeout_s 8 differs from the course's 7; allowed: 7"):
+        grading.grade(submission, assignment=ASSIGNMENT, source_root=SOURCE_ROOT, timeout_s=8, course=course)
+    with pytest.raises(ValueError, match=r"^course_dir must be None when a course is given"):
+        grading.grade(
+            submission, assignment=ASSIGNMENT, source_root=SOURCE_ROOT, timeout_s=7, course=course, course_dir=tmp_path
+        )

@@ -16,10 +16,9 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from gpucost_lab import grading
 from gpucost_lab.grading.gradebook_cells import GradebookCells
 
-from .helpers import needs_sandbox
+from .helpers import grade_shared, needs_sandbox
 
 LAB = "price_lab"
 
@@ -74,7 +73,7 @@ def _submission(tmp_path, edit):
 
 
 def _grade(root, path):
-    return grading.grade(path, assignment=LAB, source_root=root)
+    return grade_shared(path, assignment=LAB, source_root=root)
 
 
 @pytest.mark.grading

@@ -27,6 +27,7 @@ import pytest
 from gpucost_lab import grading
 from gpucost_lab.grading.classes import grade_class
 from gpucost_lab.grading.sandbox import unavailable_reason
+from grading.helpers import grade_shared
 from grading.test_attacks import ATTACKS, POINTS, RIGHT, SOURCE_ROOT, grade_id, notebook
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -306,7 +307,7 @@ def test_grade_class_leaves_the_submissions_as_they_were(graded_class):
 
 @pytest.mark.parametrize("student", sorted(CLASS))
 def test_grade_gives_each_learner_of_the_class_the_same_score(graded_class, student):
-    report = grading.grade(
+    report = grade_shared(
         graded_class.paths[student], assignment=ASSIGNMENT, source_root=SOURCE_ROOT, timeout_s=TIMEOUT_S
     )
     assert (report.score, report.passed) == CLASS[student]
@@ -344,7 +345,7 @@ def test_a_learner_who_breaks_their_own_kernel_scores_0_and_is_told_it_stopped(t
 def test_a_loop_that_ignores_the_interrupt_costs_only_the_rest_of_the_notebook(tmp_path):
     # Q1 to Q4 answered right before it: 3 + 2 + 2 + 2 = 9; Q5's function is never defined
     answers = {**RIGHT, "q5": UNINTERRUPTIBLE + "\n\n" + RIGHT["q5"]}
-    report = grading.grade(
+    report = grade_shared(
         notebook(tmp_path / "sub", answers), assignment=ASSIGNMENT, source_root=SOURCE_ROOT, timeout_s=TIMEOUT_S
     )
     assert (report.score, report.passed) == (FULL - POINTS["q5"], True)
