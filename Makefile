@@ -15,7 +15,10 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 help:
 	@echo "make lab          install (first run only) and start the learner's JupyterLab on the course"
 	@echo "make test         install (first run only) and run every test, notebooks included (lint first)"
-	@echo "make check        the quick loop: lint and the unit tests, under a minute"
+	@echo "make check        the quick loop: lint and the unit tests (the unit tier), under a minute"
+	@echo "make test-unit    the unit tier alone (make check without the lint)"
+	@echo "make test-integration  the grader, servers and fresh processes (the integration tier)"
+	@echo "make test-e2e     the chapters and labs executed, Chromium and the JupyterHub (the e2e tier)"
 	@echo "make lint         ruff, the import contracts, the type checker and the dead-code finder"
 	@echo "make install      the system packages (bubblewrap; apt-get as root), then .venv with the course, test, hub and cluster dependencies"
 	@echo "make system-packages  only the system packages the course needs (SYSTEM_SET=test: also what the tests need)"
@@ -78,19 +81,31 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/python tools/dead_code.py
 
-# The quick loop while editing: the lint and the unit tests, under a minute on 2 cores. Left out by marker (declared
-# in pyproject.toml; tests/conftest.py marks whole files): notebook (a notebook executed), browser (Chromium), grading
-# (nbgrader or the sandboxed grader) and slow (a server, a fresh environment or process that imports torch, a long
-# computation). `make test` runs them all. `pytest -m notebook` (or browser, grading, slow) runs one kind.
-CHECK_MARKERS := not notebook and not browser and not grading and not slow
+# The suite in three tiers, each a make target; every test is in exactly one, read off its markers (declared in
+# pyproject.toml; tests/conftest.py marks whole files by path, `tier_of` sorts them):
+# - unit (`make check`, the quick loop while editing, with the lint): no notebook, browser, grader, hub or other
+#   slow work (a server, a fresh environment or process that imports torch, a long computation);
+# - integration (`make test-integration`): the grader (grading), servers and fresh processes (slow);
+# - e2e (`make test-e2e`): the chapters and labs executed (notebook), Chromium (browser), the JupyterHub (hub).
+# `make test` runs the lint and all three. `pytest -m notebook` (or browser, grading, slow, hub) runs one kind.
+PYTEST := $(BIN)/python -m pytest
 
-check: install lint
-	$(BIN)/python -m pytest -q -m "$(CHECK_MARKERS)" tests
+.PHONY: test-unit test-integration test-e2e
+test-unit: install
+	$(PYTEST) -q --tier unit tests
 
-# Everything, notebooks included. Each chapter executes once per check, in tests/ (tests/chapter_runs.py): with the
-# reference answers (no cell fails), as committed and with wrong answers (exactly the graded checks fail).
+check: install lint test-unit
+
+test-integration: install
+	$(PYTEST) --tier integration tests
+
+# Each chapter executes once per kind of run (tests/chapter_runs.py): with the reference answers (no cell fails),
+# as committed and with wrong answers (exactly the graded checks fail).
+test-e2e: install hub-proxy
+	$(PYTEST) --tier e2e tests
+
 test: install hub-proxy lint
-	$(BIN)/python -m pytest tests
+	$(MAKE) --no-print-directory test-unit test-integration test-e2e SYSTEM_SET=test
 
 # Regenerate labs/ (what learners receive) from the nbgrader sources in solutions/, one lab per folder, with the
 # settings in nbgrader_config.py. --no-db: releasing needs no gradebook, so none is written.

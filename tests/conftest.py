@@ -27,9 +27,9 @@ settings.load_profile("course")
 # every file in it). Elsewhere a test carries its own marker. `make check` deselects all four kinds.
 KIND_BY_PATH = {
     "browser/": ("browser",),  # JupyterLab in headless Chromium
-    "hub/test_hub_browser.py": ("browser", "slow"),  # a JupyterHub, a learner in Chromium
-    "hub/test_hub_class.py": ("grading", "slow"),  # a JupyterHub class, autograded with the formgrader
-    "hub/test_hub_load.py": ("grading", "slow"),  # the same at 30 learners (opt-in)
+    "hub/test_hub_browser.py": ("hub", "browser", "slow"),  # a JupyterHub, a learner in Chromium
+    "hub/test_hub_class.py": ("hub", "grading", "slow"),  # a JupyterHub class, autograded with the formgrader
+    "hub/test_hub_load.py": ("hub", "grading", "slow"),  # the same at 30 learners (opt-in)
     "grading/test_classes_reuse.py": ("grading",),
     "grading/test_export.py": ("grading",),  # grades read from nbgrader's gradebook
     "grading/test_autograde.py": ("grading",),
@@ -102,7 +102,30 @@ def pytest_sessionstart(session):
         raise pytest.UsageError(f"CI: system packages missing (make test installs them): {'; '.join(missing)}")
 
 
+# The tiers of `make test`, each its own make target: every test is in exactly one (``tier_of``).
+TIERS = {
+    "unit": "the unit tests: no notebook, browser, grader, hub or other slow work (`make check`)",
+    "integration": "the grader, servers, fresh processes and long computations (`make test-integration`)",
+    "e2e": "the chapters and labs executed, Chromium, the hub (`make test-e2e`)",
+}
+
+
+def tier_of(item) -> str:
+    """The tier of a collected test, from its markers: e2e before integration before unit."""
+    kinds = {mark.name for mark in item.iter_markers()}
+    if kinds & {"notebook", "browser", "hub"}:
+        return "e2e"
+    if kinds & {"grading", "slow"}:
+        return "integration"
+    return "unit"
+
+
 def pytest_addoption(parser):
+    parser.addoption(
+        "--tier",
+        choices=sorted(TIERS),
+        help="run one tier of the suite: " + "; ".join(f"{name}, {what}" for name, what in TIERS.items()),
+    )
     parser.addoption(
         "--reverse-order",
         action="store_true",
@@ -123,6 +146,11 @@ def pytest_collection_modifyitems(config, items):
             if where == prefix or (prefix.endswith("/") and where.startswith(prefix)):
                 for kind in kinds:
                     item.add_marker(kind)
+    if tier := config.getoption("--tier"):
+        deselected = [item for item in items if tier_of(item) != tier]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = [item for item in items if tier_of(item) == tier]
     if config.getoption("--reverse-order"):
         items.reverse()
 
