@@ -82,7 +82,7 @@ lint: install
 	$(BIN)/python tools/dead_code.py
 
 # The suite in three tiers, each a make target; every test is in exactly one, read off its markers (declared in
-# pyproject.toml; tests/conftest.py marks whole files by path, `tier_of` sorts them):
+# pyproject.toml; tests/conftest.py marks whole files by path, tests/labtools.py `tier_of` sorts them):
 # - unit (`make check`, the quick loop while editing, with the lint): no notebook, browser, grader, hub or other
 #   slow work (a server, a fresh environment or process that imports torch, a long computation);
 # - integration (`make test-integration`): the grader (grading), servers and fresh processes (slow);

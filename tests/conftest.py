@@ -102,25 +102,9 @@ def pytest_sessionstart(session):
         raise pytest.UsageError(f"CI: system packages missing (make test installs them): {'; '.join(missing)}")
 
 
-# The tiers of `make test`, each its own make target: every test is in exactly one (``tier_of``).
-TIERS = {
-    "unit": "the unit tests: no notebook, browser, grader, hub or other slow work (`make check`)",
-    "integration": "the grader, servers, fresh processes and long computations (`make test-integration`)",
-    "e2e": "the chapters and labs executed, Chromium, the hub (`make test-e2e`)",
-}
-
-
-def tier_of(item) -> str:
-    """The tier of a collected test, from its markers: e2e before integration before unit."""
-    kinds = {mark.name for mark in item.iter_markers()}
-    if kinds & {"notebook", "browser", "hub"}:
-        return "e2e"
-    if kinds & {"grading", "slow"}:
-        return "integration"
-    return "unit"
-
-
 def pytest_addoption(parser):
+    from labtools import TIERS
+
     parser.addoption(
         "--tier",
         choices=sorted(TIERS),
@@ -147,6 +131,8 @@ def pytest_collection_modifyitems(config, items):
                 for kind in kinds:
                     item.add_marker(kind)
     if tier := config.getoption("--tier"):
+        from labtools import tier_of
+
         deselected = [item for item in items if tier_of(item) != tier]
         if deselected:
             config.hook.pytest_deselected(items=deselected)

@@ -296,3 +296,21 @@ def _stop_group(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=10)
+
+
+# The tiers of `make test`, each its own make target: every test is in exactly one (``tier_of``).
+TIERS = {
+    "unit": "the unit tests: no notebook, browser, grader, hub or other slow work (`make check`)",
+    "integration": "the grader, servers, fresh processes and long computations (`make test-integration`)",
+    "e2e": "the chapters and labs executed, Chromium, the hub (`make test-e2e`)",
+}
+
+
+def tier_of(item) -> str:
+    """The tier of a collected test, from its markers: e2e before integration before unit."""
+    kinds = {mark.name for mark in item.iter_markers()}
+    if kinds & {"notebook", "browser", "hub"}:
+        return "e2e"
+    if kinds & {"grading", "slow"}:
+        return "integration"
+    return "unit"

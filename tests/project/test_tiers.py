@@ -1,10 +1,11 @@
-"""The tiers of `make test` (tests/conftest.py ``tier_of``): every kind of test lands in exactly one, as the Makefile
-says: the chapters, Chromium and the hub in e2e; the grader and other slow work in integration; the rest unit."""
+"""The tiers of `make test` (tests/labtools.py ``tier_of``, applied by tests/conftest.py): every kind of test lands
+in exactly one, as the Makefile says: the chapters, Chromium and the hub in e2e; the grader and other slow work in
+integration; the rest unit."""
 
 from types import SimpleNamespace
 
 import pytest
-from conftest import TIERS, tier_of
+from labtools import ROOT, TIERS, tier_of
 
 
 def _item(*kinds):
@@ -31,8 +32,6 @@ def test_each_kind_of_test_has_one_tier(kinds, tier):
 
 
 def test_the_makefile_runs_every_tier():
-    from labtools import ROOT
-
     makefile = (ROOT / "Makefile").read_text()
     assert all(f"--tier {name}" in makefile for name in TIERS)
     assert "test-unit test-integration test-e2e" in makefile
