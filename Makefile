@@ -18,7 +18,8 @@ help:
 	@echo "make check        the quick loop: lint and the unit tests (the unit tier), under a minute"
 	@echo "make test-unit    the unit tier alone (make check without the lint)"
 	@echo "make test-integration  the grader, servers and fresh processes (the integration tier)"
-	@echo "make test-e2e     the chapters and labs executed, Chromium and the JupyterHub (the e2e tier)"
+	@echo "make test-e2e     the chapters and labs executed, Chromium, the JupyterHub and Binder (the e2e tier)"
+	@echo "make test-integration-e2e  both tiers in one run, as make test runs them (TEST_WORKERS=2: in two processes)"
 	@echo "make lint         ruff, the import contracts, the type checker and the dead-code finder"
 	@echo "make install      the system packages (bubblewrap; apt-get as root), then .venv with the course, test, hub and cluster dependencies"
 	@echo "make system-packages  only the system packages the course needs (SYSTEM_SET=test: also what the tests need)"
@@ -82,30 +83,42 @@ lint: install
 	$(BIN)/python tools/dead_code.py
 
 # The suite in three tiers, each a make target; every test is in exactly one, read off its markers (declared in
-# pyproject.toml; tests/conftest.py marks whole files by path, tests/labtools.py `tier_of` sorts them):
+# pyproject.toml, given by each test file's pytestmark; tests/labtools.py `tier_of` sorts them):
 # - unit (`make check`, the quick loop while editing, with the lint): no notebook, browser, grader, hub or other
 #   slow work (a server, a fresh environment or process that imports torch, a long computation);
 # - integration (`make test-integration`): the grader (grading), servers and fresh processes (slow);
-# - e2e (`make test-e2e`): the chapters and labs executed (notebook), Chromium (browser), the JupyterHub (hub).
-# `make test` runs the lint and all three. `pytest -m notebook` (or browser, grading, slow, hub) runs one kind.
-PYTEST := $(BIN)/python -m pytest
+# - e2e (`make test-e2e`): the chapters and labs executed (notebook), Chromium (browser), the JupyterHub (hub), the
+#   Binder environment (binder).
+# `make test` runs the lint, the unit tier, then the integration and e2e tiers in one pytest run; TEST_WORKERS=2
+# runs that in two processes (pytest-xdist, `--dist loadgroup`: a chapter's tests, the Binder environment's and each
+# file's share a process, tests/conftest.py). `pytest -m notebook` (or
+# browser, grading, slow, hub, binder) runs one kind. pytest caches the test modules it rewrites (writing bytecode,
+# even where PYTHONDONTWRITEBYTECODE is set): collection takes about half as long.
+PYTEST := env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest
+# One process by default: beside one busy program on a 2-core machine two were slower (438.7 s against 404.6 s for
+# the same 63 grading and chapter tests; benchmarks/RESULTS.md, "The suite on a clean clone").
+TEST_WORKERS ?= 0
+XDIST := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 
-.PHONY: test-unit test-integration test-e2e
+.PHONY: test-unit test-integration test-e2e test-integration-e2e
 test-unit: install
 	$(PYTEST) -q --tier unit tests
 
 check: install lint test-unit
 
 test-integration: install
-	$(PYTEST) --tier integration tests
+	$(PYTEST) $(XDIST) --tier integration tests
 
-# Each chapter executes once per kind of run (tests/chapter_runs.py): with the reference answers (no cell fails),
-# as committed and with wrong answers (exactly the graded checks fail).
+# Each chapter executes once per kind of run (tests/chapter_runs.py): with the reference answers (no cell fails) and
+# with wrong answers (exactly the graded checks fail, and then each answer cell as committed with its check).
 test-e2e: install hub-proxy
-	$(PYTEST) --tier e2e tests
+	$(PYTEST) $(XDIST) --tier e2e tests
+
+test-integration-e2e: install hub-proxy
+	$(PYTEST) $(XDIST) --tier integration --tier e2e tests
 
 test: install hub-proxy lint
-	$(MAKE) --no-print-directory test-unit test-integration test-e2e SYSTEM_SET=test
+	$(MAKE) --no-print-directory test-unit test-integration-e2e SYSTEM_SET=test
 
 # Regenerate labs/ (what learners receive) from the nbgrader sources in solutions/, one lab per folder, with the
 # settings in nbgrader_config.py. --no-db: releasing needs no gradebook, so none is written.

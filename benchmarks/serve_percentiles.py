@@ -9,7 +9,7 @@ and LoadGen's from its summary. The two count from nearly the same instants (our
 ``QuerySamplesComplete``, and starts at the latest origin consistent with every query's arrival, so it falls short of
 LoadGen's by at most the smallest wait for our callback), so they should be the same figure. Target: ours within 10%
 of LoadGen's, or within one step between neighbouring order statistics of ours around the percentile's rank,
-whichever is wider (``tests/serve/test_loadgen.py`` asserts the same). The ratio ours / LoadGen's is exact (one
+whichever is wider (``tests/serve/test_loadgen_runs.py`` asserts the same). The ratio ours / LoadGen's is exact (one
 sample read twice; its interval is itself), so the verdict is the course's rule (``stats.decide``) applied once on
 each side, two one-sided tests: "within" (pass) when the ratio over 1 + tolerance is "below" 1 and the ratio times
 1 + tolerance "above" it (symmetric on the log scale, a hair stricter below than +-tolerance). Reported beside it:

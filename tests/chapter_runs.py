@@ -11,9 +11,12 @@ one that earlier tests filled, so the runs pass or fail alike in any order:
   asked, and each plausible mistake go into a copy of the answer cell, followed by its check cell. A measured row is
   probed once more with a store seeded with an interval wide enough to hold the answer and every mistake (what a
   busy run may print): the answer still passes and every mistake still fails.
-- "as committed": the placeholders as committed, an empty store.
 - "spoiled": each reference answer's value perturbed (numbers tripled and shifted, anything else replaced), an empty
-  store: the spoiled run checks that a wrong answer lies outside the interval the run prints.
+  store: the spoiled run checks that a wrong answer lies outside the interval the run prints. Then, in the same
+  kernel, each answer cell as committed (its placeholder) goes in once more, followed by its check cell
+  (``ChapterRun.as_committed``): what a learner who ran the chapter without answering sees. That stands for a run of
+  the chapter as committed because no other cell reads a name an answer cell binds, and a check cell reads only its
+  own answer's (tests/course/test_chapters.py checks both on the sources), so the placeholders change nothing else.
 - "re-run": a chapter with measured questions (``RERUN``) run again after its answered run, under the same load, each
   numeric answer cell holding as a literal the figure the answered run displayed (``DISPLAYED``), as a learner who
   read it on the first Run All would have typed it; the other answers are the reference ones. Its store holds what
@@ -41,8 +44,12 @@ from gpucost_lab.course import measured_answers
 from gpucost_lab.course.questions import QUESTIONS, Measured
 
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
-KINDS = ("answered", "as committed", "spoiled", "re-run")
+KINDS = ("answered", "spoiled", "re-run")
 CELL_TIMEOUT_S = 600  # per cell: a guard against a hang, not against a slow or busy machine
+# The limit of a test that reads these runs (pytest-timeout; the suite's default is 300 s): the first test of a
+# chapter makes its run, chapter 08's about a minute quiet and several times that on busy cores. A hung cell fails
+# the test by name within it.
+RUN_LIMIT_S = 900
 BUSY_PROGRAMS = 2
 
 UNDER_LOAD = {
@@ -114,6 +121,7 @@ class ChapterRun:
     probes: int = 0  # answers and mistakes put into an answer cell, each followed by its check cell
     probe_problems: list[str] = field(default_factory=list)
     store: Path | None = None  # the run's own store of measured intervals (measured_answers)
+    as_committed: dict[str, list] = field(default_factory=dict)  # a spoiled run's: answer cell -> its check's errors
 
     def errors(self) -> list[int]:
         """Indices of the code cells that raised."""
@@ -174,7 +182,7 @@ def run_chapter(
     answers = answers if answers is not None else ANSWERS.get(path.name, {})
     for cell in nb.cells:
         gid = meta(cell).get("grade_id")
-        if meta(cell).get("solution") and gid in answers and kind != "as committed":
+        if meta(cell).get("solution") and gid in answers:
             cell.source = spoiled(answers[gid]) if kind == "spoiled" else answers[gid]
     run = ChapterRun(path, kind, nb, store=workdir / f"{path.stem}-measured-store.json")
     if seed_store is not None and seed_store.exists():
@@ -197,7 +205,20 @@ def run_chapter(
                 client.execute_cell(cell, index)
         if kind == "answered" and path.name in DISPLAYED:
             run.probes, run.probe_problems = _probe_displayed(client, nb, path, workdir)
+        if kind == "spoiled":
+            run.as_committed = _probe_as_committed(client, nb, path)
     return run
+
+
+def _probe_as_committed(client: NotebookClient, nb, path: Path) -> dict[str, list]:
+    """Each answer cell as committed, then its check cell, in the run's kernel: the errors of the pair, by grade_id."""
+    committed = nbformat.read(path, as_version=4)
+    found = {}
+    for i, cell in enumerate(committed.cells):
+        if meta(cell).get("solution") and meta(cell).get("grade_id"):
+            assert is_check(committed.cells[i + 1]), f"{path.name}: cell {i + 1} is not the check of cell {i}"
+            found[meta(cell)["grade_id"]] = _probe_errors(client, nb, [cell.source, committed.cells[i + 1].source])
+    return found
 
 
 # --------------------------------------------------------------------------------------------------
@@ -235,14 +256,19 @@ def _displayed(nb, row: Shown) -> list[str]:
     raise AssertionError(f"{row.answer_cell}: no output above the question shows {row.shown!r}")
 
 
-def _probe(client: NotebookClient, nb, code: str, check_source: str) -> str:
-    """Run ``code`` as the answer cell, then the check cell: "passed" or the check's exception name and message."""
-    cells = [nbformat.v4.new_code_cell(code), nbformat.v4.new_code_cell(check_source)]
+def _probe_errors(client: NotebookClient, nb, sources: list[str]) -> list:
+    """Run ``sources`` as cells after the chapter's own, which the run keeps alone: the error outputs, in order."""
+    cells = [nbformat.v4.new_code_cell(source) for source in sources]
     for cell in cells:
         nb.cells.append(cell)
         client.execute_cell(cell, len(nb.cells) - 1)
-    del nb.cells[-len(cells) :]  # the run keeps the chapter's own cells only
-    errors = [o for cell in cells for o in _error_outputs(cell)]
+    del nb.cells[-len(cells) :]
+    return [o for cell in cells for o in _error_outputs(cell)]
+
+
+def _probe(client: NotebookClient, nb, code: str, check_source: str) -> str:
+    """Run ``code`` as the answer cell, then the check cell: "passed" or the check's exception name and message."""
+    errors = _probe_errors(client, nb, [code, check_source])
     return errors[0]["ename"] + ": " + errors[0]["evalue"] if errors else "passed"
 
 
@@ -292,11 +318,8 @@ def _probe_row(client, nb, name: str, check: str, right: dict, mistakes: dict) -
 
 
 def _run_code(client: NotebookClient, nb, code: str) -> None:
-    cell = nbformat.v4.new_code_cell(code)
-    nb.cells.append(cell)
-    client.execute_cell(cell, len(nb.cells) - 1)
-    del nb.cells[-1]
-    assert not _error_outputs(cell), _error_outputs(cell)
+    errors = _probe_errors(client, nb, [code])
+    assert not errors, errors
 
 
 @contextlib.contextmanager

@@ -23,24 +23,6 @@ settings.register_profile(
 )
 settings.load_profile("course")
 
-# The markers (pyproject.toml) of the files that are one kind through and through, by path under tests/ (a folder:
-# every file in it). Elsewhere a test carries its own marker. `make check` deselects all four kinds.
-KIND_BY_PATH = {
-    "browser/": ("browser",),  # JupyterLab in headless Chromium
-    "hub/test_hub_browser.py": ("hub", "browser", "slow"),  # a JupyterHub, a learner in Chromium
-    "hub/test_hub_class.py": ("hub", "grading", "slow"),  # a JupyterHub class, autograded with the formgrader
-    "hub/test_hub_load.py": ("hub", "grading", "slow"),  # the same at 30 learners (opt-in)
-    "grading/test_classes_reuse.py": ("grading",),
-    "grading/test_export.py": ("grading",),  # grades read from nbgrader's gradebook
-    "grading/test_autograde.py": ("grading",),
-    "grading/test_attacks.py": ("grading",),
-    "grading/test_workflow_attacks.py": ("grading",),
-    "project/test_make_lab.py": ("slow",),  # JupyterLab started by `make lab`
-    "project/test_notebook_sync.py": ("slow",),  # text/sync.py (jupytext) run on a copy, twice
-    "cli/test_bad_input_property.py": ("slow",),  # a property search over every flag of every command
-}
-TESTS = Path(__file__).resolve().parent
-
 
 def one_torch_thread(torch) -> None:
     """Run ``torch`` on one thread in this process (kernels and CLI subprocesses keep their own defaults).
@@ -107,8 +89,10 @@ def pytest_addoption(parser):
 
     parser.addoption(
         "--tier",
+        action="append",
         choices=sorted(TIERS),
-        help="run one tier of the suite: " + "; ".join(f"{name}, {what}" for name, what in TIERS.items()),
+        help="run one tier of the suite (given twice, both): "
+        + "; ".join(f"{name}, {what}" for name, what in TIERS.items()),
     )
     parser.addoption(
         "--reverse-order",
@@ -117,28 +101,25 @@ def pytest_addoption(parser):
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups off the markers
 def pytest_collection_modifyitems(config, items):
-    missing = [prefix for prefix in KIND_BY_PATH if not (TESTS / prefix).exists()]
-    if missing:  # a file renamed or moved would otherwise lose its marker, and `make check` would run it
-        raise pytest.UsageError(f"tests/conftest.py KIND_BY_PATH names what tests/ no longer has: {missing}")
-    for item in items:
-        try:
-            where = item.path.relative_to(TESTS).as_posix()
-        except ValueError:
-            continue
-        for prefix, kinds in KIND_BY_PATH.items():
-            if where == prefix or (prefix.endswith("/") and where.startswith(prefix)):
-                for kind in kinds:
-                    item.add_marker(kind)
-    if tier := config.getoption("--tier"):
-        from labtools import tier_of
+    # A test's kind markers are its file's pytestmark, one kind set per file (tests/project/test_tiers.py checks).
+    from labtools import TIERS, share_group, tier_of
 
-        deselected = [item for item in items if tier_of(item) != tier]
+    if tiers := config.getoption("--tier"):
+        deselected = [item for item in items if tier_of(item) not in tiers]
         if deselected:
             config.hook.pytest_deselected(items=deselected)
-            items[:] = [item for item in items if tier_of(item) == tier]
+            items[:] = [item for item in items if tier_of(item) in tiers]
     if config.getoption("--reverse-order"):
         items.reverse()
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("dist", None) == "loadgroup":
+        # Tests that share a process's work stay in one process (labtools.share_group); the longest tiers' groups are
+        # handed out first, so that no long group starts last while the other worker has nothing left to do.
+        order = list(reversed(TIERS))
+        items.sort(key=lambda item: order.index(tier_of(item)))
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(share_group(item)))
 
 
 class FakeAsyncDevice:

@@ -302,15 +302,27 @@ def _stop_group(proc: subprocess.Popen) -> None:
 TIERS = {
     "unit": "the unit tests: no notebook, browser, grader, hub or other slow work (`make check`)",
     "integration": "the grader, servers, fresh processes and long computations (`make test-integration`)",
-    "e2e": "the chapters and labs executed, Chromium, the hub (`make test-e2e`)",
+    "e2e": "the chapters and labs executed, Chromium, the hub, the Binder environment (`make test-e2e`)",
 }
 
 
 def tier_of(item) -> str:
     """The tier of a collected test, from its markers: e2e before integration before unit."""
     kinds = {mark.name for mark in item.iter_markers()}
-    if kinds & {"notebook", "browser", "hub"}:
+    if kinds & {"notebook", "browser", "hub", "binder"}:
         return "e2e"
     if kinds & {"grading", "slow"}:
         return "integration"
     return "unit"
+
+
+def share_group(item) -> str:
+    """The group of tests that share one process under ``pytest -n 2 --dist loadgroup``: a chapter's tests are one
+    (its runs are made once a process, tests/chapter_runs.py), the tests in the Binder environment one (it is built
+    once a process, tests/project/conftest.py), any other test goes with its file (module fixtures, a file's shared
+    grading course)."""
+    if "binder" in item.fixturenames:
+        return "binder"
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    chapter = params.get("path", params.get("name")) if "chapter_run" in item.fixturenames else None
+    return f"chapter {Path(str(chapter)).name}" if chapter is not None else item.nodeid.split("::")[0]

@@ -1,13 +1,13 @@
 """Learner HTML never runs (issue 25), in a real browser: a hostile submission's feedback page opened from disk in
 headless Chromium runs none of its vectors, while the same submission's page built without the sanitizer runs them.
 
-The submission is tests/grading/test_sanitize.py's: the lab profile_training_loop with every answer right, then a
-code cell that displays each vector (``IPython.display``) and a markdown cell holding more. Each vector, once run,
-pushes its name onto ``window.__pwned``. The sanitized page comes from ``gpucost-lab grade``; the control page from
-the same grade with the sanitizer off (what every feedback page was before it). In both, the test clicks each link
-and button a vector left (a ``javascript:`` link runs only when clicked), then reads ``window.__pwned``. The
-mutation-XSS vectors (HTML that a sanitizer's parser and the browser's may read apart) are loaded one page each, as
-the sanitizer returns them, so that it is Chromium's own parse that is checked.
+The submission is tests/grading/test_sanitize_graded.py's (``hostile_submission``, tests/grading/helpers.py): the lab
+profile_training_loop with every answer right, then a code cell that displays each vector (``IPython.display``) and a
+markdown cell holding more. Each vector, once run, pushes its name onto ``window.__pwned``. The sanitized page comes
+from ``gpucost-lab grade``; the control page from the same grade with the sanitizer off (what every feedback page was
+before it). In both, the test clicks each link and button a vector left (a ``javascript:`` link runs only when clicked),
+then reads ``window.__pwned``. The mutation-XSS vectors (HTML that a sanitizer's parser and the browser's may read
+apart) are loaded one page each, as the sanitizer returns them, so that it is Chromium's own parse that is checked.
 
 Chromium and Playwright as in test_widgets_in_jupyterlab.py; the grading needs the sandbox (bubblewrap).
 """
@@ -15,7 +15,7 @@ Chromium and Playwright as in test_widgets_in_jupyterlab.py; the grading needs t
 from __future__ import annotations
 
 import pytest
-from grading.test_sanitize import (
+from grading.helpers import (
     MARK,
     MXSS_VECTORS,
     cli_grade,
@@ -31,7 +31,7 @@ from gpucost_lab.grading.sanitize import clean_html
 CLICKS = [("a", "PWN-LINK-HTML"), ("a", "PWN-LINK-ENTITY"), ("a", "PWN-LINK-MD"), ("button", "PWN-FORM")]
 # the vectors that run in Chromium in a feedback page built without the sanitizer. Not here: the application/
 # javascript output (nbconvert wraps it in code that needs jQuery, which the feedback page lacks; the formgrader has
-# it: tests/grading/test_sanitize.py), the <object> and <embed> javascript: URLs (Chromium refuses them)
+# it: tests/grading/test_sanitize_graded.py), the <object> and <embed> javascript: URLs (Chromium refuses them)
 RUN_UNSANITIZED = {
     "script",
     "img-onerror",
@@ -49,7 +49,7 @@ RUN_UNSANITIZED = {
 }
 SETTLE_MS = 1_000  # after the load and after the clicks: image errors, toggles, iframes
 
-pytestmark = [pytest.mark.grading, needs_sandbox]
+pytestmark = [pytest.mark.browser, pytest.mark.grading, needs_sandbox]
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,8 @@ import pytest
 from labtools import make_lab_server
 from test_widgets_in_jupyterlab import chromium_context
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "browser"
 TOKEN = "gpucost-news-test"

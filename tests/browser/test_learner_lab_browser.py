@@ -16,8 +16,11 @@ import shutil
 from pathlib import Path
 
 import nbformat
+import pytest
 from test_lab_news_prompt import TOKEN, make_lab  # noqa: F401 - the `make lab` fixture, used by name
 from test_widgets_in_jupyterlab import chromium_context
+
+pytestmark = pytest.mark.browser
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "browser"

@@ -45,6 +45,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.browser
+
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "artifacts" / "browser"
 CHROMIUM = os.environ.get("GPUCOST_CHROMIUM", "/usr/bin/chromium")

@@ -19,14 +19,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import gzip
-import io
 import json
 import math
 import os
 import resource
-import signal
 import subprocess
 import sys
 import tempfile
@@ -38,100 +35,12 @@ from hypothesis import strategies as st
 
 from gpucost_lab import timeline as tl
 from gpucost_lab._validate import MAX_PRICE_PER_HOUR_USD, MIN_PRICE_PER_HOUR_USD
-from gpucost_lab.cli import main as cli
 from gpucost_lab.timeline import framing, load
 
-AWKWARD = [
-    "-1",
-    "0",
-    "-0",
-    "nan",
-    "inf",
-    "-inf",
-    "1e308",
-    "-1e308",
-    "1e-320",
-    "1e400",
-    str(10**30),
-    str(-(10**30)),
-    str(2**63),
-    "٣",  # ARABIC-INDIC DIGIT THREE: Python's int() reads it as 3
-    "²",
-    "½",
-    "0x10",
-    "1_000",
-    " 5 ",
-    "",
-    " ",
-    "\x1b[31m",
-    "a\nb",
-    "\u202e",
-    "9" * 400,
-]
+from .helpers import Accepted, _flag_values, _options, check_outcome
+from .helpers import run_capped as run
 
-
-class Accepted(BaseException):
-    """Raised where a command that measures starts measuring: everything it was given has been accepted."""
-
-
-@contextlib.contextmanager
-def deadline(seconds: int):
-    """Fail (in the command, which reports it as an internal error) if a case runs longer than ``seconds``: a hang
-    detector, far above any case's time on any machine."""
-
-    def expired(signum, frame):
-        raise TimeoutError(f"a case ran past {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
-
-
-CASE_MEMORY = 2 * 2**30  # address space a case may add to this process's (RLIMIT_AS): far above any case's need
-
-
-@contextlib.contextmanager
-def memory_cap(extra: int):
-    """Cap this process's address space at its current size + ``extra`` (the soft limit, restored after), so that a
-    case that would need more fails (its command then says "out of memory", which the checks refuse)."""
-    try:
-        size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
-    except (OSError, StopIteration):  # not Linux: no cap
-        yield
-        return
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = size + extra if hard == resource.RLIM_INFINITY else min(size + extra, hard)
-    resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-
-
-def run(argv: list[str]) -> tuple[int, str, str, dict | None]:
-    """(exit status, stdout, stderr, what a measuring command accepted) of ``gpucost-lab ARGV`` in this process,
-    under a time cap and a memory cap."""
-    out, err, accepted = io.StringIO(), io.StringIO(), None
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err), deadline(60), memory_cap(CASE_MEMORY):
-        try:
-            code = cli.main(argv)
-        except SystemExit as exit_:  # argparse's own errors
-            code = exit_.code
-        except Accepted as a:
-            code, accepted = 0, a.args[0]
-    return code, out.getvalue(), err.getvalue(), accepted
-
-
-def _options(command: str) -> list:
-    import argparse
-
-    sub = next(a for a in cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    return [a for a in sub.choices[command]._actions if a.dest not in ("help", "json")]
-
+pytestmark = pytest.mark.slow
 
 SIM_EVENTS = 20_000  # the simulator's event budget here (2,000,000 in use: up to half a minute a run)
 COMMANDS = ("ledger", "fix-oom", "predict", "profile-to-cost", "analyze", "diff", "simulate", "plan", "pipeline")
@@ -158,19 +67,6 @@ def places():
             "in a file": str(SMALL_TRACE / "t.json"),
         }
         yield tmp, paths
-
-
-def _flag_values(command: str, action) -> st.SearchStrategy:
-    if action.nargs == 0:  # a switch
-        return st.just(None)
-    if action.choices:
-        return st.sampled_from([*action.choices, *AWKWARD[:6], ""])
-    return st.one_of(
-        st.sampled_from(AWKWARD),
-        st.floats(allow_nan=True, allow_infinity=True).map(repr),
-        st.integers(-(10**40), 10**40).map(str),
-        st.text(max_size=8),
-    )
 
 
 @st.composite
@@ -280,17 +176,6 @@ def check_answer(command: str, argv: list[str], out: str, accepted: dict | None,
         assert result["busy_ms"] is None or result["busy_ms"] <= result["span_ms"] + 1e-9
     elif command == "diff":
         assert result["lines"] and all(line["better_when"] == "lower" for line in result["lines"])
-
-
-def check_outcome(command: str, argv: list[str], code, out: str, err: str) -> None:
-    assert code in (0, 2), (argv, code, err)
-    assert "Traceback" not in err and "out of memory" not in err, (argv, err)
-    lines = err.splitlines()
-    assert all(line.startswith(f"gpucost-lab {command}: ") for line in lines), (argv, err)
-    if code == 2:
-        assert out == "" and len(lines) == 1 and ": error: " in lines[0], (argv, err)
-    else:
-        assert all(": note: " in line for line in lines), (argv, err)
 
 
 @pytest.mark.parametrize("command", COMMANDS + GRADING)
@@ -428,7 +313,6 @@ def _gzip_members(head: bytes, middle: bytes, copies: int, tail: bytes) -> bytes
 EVENT_JSON = b'{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":1,"dur":2,"args":{"stream":7}}'
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and FIFOs as on Linux")
 @pytest.mark.parametrize(
     "name, content, words",
@@ -468,7 +352,6 @@ def test_traces_that_exhausted_memory_are_one_line_under_a_memory_cap(tmp_path, 
     assert proc.stderr.count("\n") == 1 and words in proc.stderr, proc.stderr
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a FIFO")
 def test_a_fifo_as_the_trace_is_refused_before_it_is_read(tmp_path):
     fifo = tmp_path / "t.json"
@@ -477,7 +360,6 @@ def test_a_fifo_as_the_trace_is_refused_before_it_is_read(tmp_path):
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "not a regular file" in proc.stderr
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS as on Linux")
 @pytest.mark.parametrize(
     "argv, words",

@@ -1,5 +1,7 @@
-"""Every chapter's tables and figures read as a learner needs them, in the outputs of the chapter executed as committed
-(tests/chapter_runs.py, the ``chapter_run`` fixture; the same run tests/course/test_chapters.py reads).
+"""Every chapter's tables and figures read as a learner needs them, in the outputs of the chapter's spoiled run
+(tests/chapter_runs.py, the ``chapter_run`` fixture; the same run tests/course/test_chapters.py reads): quiet, and
+with every cell but the answers and their checks as committed (no other cell reads an answer, test_chapters.py), so
+each of those cells shows what it shows a learner who runs the chapter as committed.
 
 - The columns the checkpoints' hints point to are shown whole: each heading below is a word of some output line, not
   cut (``min_time_us``) or wrapped onto a line of its own, and no table is truncated (pandas' ``...``).
@@ -9,17 +11,16 @@
 - Every figure is an image with alt text, what it shows in one sentence (``gpucost_lab.formatting.figure``): no bare
   PNG, no ``<Figure size ...>``, no ``<img>`` without a non-empty ``alt``; and each chapter shows the figures it draws.
 
-Without executing anything: no chapter sets pandas' display options in a cell of its own or calls ``plt.show()``; the
-formatter sets them once (``tidy_tables()``).
+(Without executing anything, tests/course/test_chapter_cells.py checks that no chapter sets pandas' display options
+in a cell of its own or calls ``plt.show()``.)
 """
 
 from __future__ import annotations
 
 import re
 
-import nbformat
 import pytest
-from chapter_runs import CHAPTERS
+from chapter_runs import CHAPTERS, RUN_LIMIT_S
 
 from gpucost_lab.memory.fixes import (
     COURSE_GLOBAL_BATCH,
@@ -29,6 +30,8 @@ from gpucost_lab.memory.fixes import (
     plan_fixes,
 )
 from gpucost_lab.memory.ledger import MemoryLedger
+
+pytestmark = [pytest.mark.notebook, pytest.mark.timeout(RUN_LIMIT_S)]
 
 
 def _fix_names() -> list[str]:
@@ -78,24 +81,22 @@ def _texts(output: dict) -> list[str]:
     return [data[kind] for kind in ("text/plain", "text/markdown") if kind in data]
 
 
-@pytest.mark.notebook
 @pytest.mark.parametrize("path", [p for p in CHAPTERS if p.name in HEADINGS], ids=lambda p: p.name)
 def test_the_columns_the_hints_point_to_are_shown_whole(path, chapter_run):
-    lines = [line for o in _outputs(chapter_run(path, "as committed").nb) for t in _texts(o) for line in t.splitlines()]
+    lines = [line for o in _outputs(chapter_run(path, "spoiled").nb) for t in _texts(o) for line in t.splitlines()]
     for heading in HEADINGS[path.name]:
         whole = re.compile(rf"(?:^|\s){re.escape(heading)}(?:\s|$)")
         assert any(whole.search(line) for line in lines), f"{path.name}: no output line shows {heading!r} whole"
-    for o in _outputs(chapter_run(path, "as committed").nb):
+    for o in _outputs(chapter_run(path, "spoiled").nb):
         table = o.get("data", {}).get("text/plain", "")
         assert "..." not in table and not re.search(r"\\$", table, re.M), (
             f"{path.name}: a table cut or wrapped:\n{table}"
         )
 
 
-@pytest.mark.notebook
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_no_time_size_rate_or_price_is_in_scientific_notation(path, chapter_run):
-    for o in _outputs(chapter_run(path, "as committed").nb):
+    for o in _outputs(chapter_run(path, "spoiled").nb):
         for text in _texts(o):
             if DIMENSIONLESS.search(text):
                 continue
@@ -103,11 +104,10 @@ def test_no_time_size_rate_or_price_is_in_scientific_notation(path, chapter_run)
             assert not found, f"{path.name}: scientific notation {found} in\n{text}"
 
 
-@pytest.mark.notebook
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_every_figure_is_an_image_with_alt_text(path, chapter_run):
     shown = 0
-    for o in _outputs(chapter_run(path, "as committed").nb):
+    for o in _outputs(chapter_run(path, "spoiled").nb):
         data = o.get("data", {})
         assert not {"image/png", "image/jpeg", "image/svg+xml"} & set(data), (
             f"{path.name}: an image without alt text; show it with gpucost_lab.formatting.figure"
@@ -118,12 +118,3 @@ def test_every_figure_is_an_image_with_alt_text(path, chapter_run):
             assert alt and (alt.group(1) or alt.group(2) or "").strip(), f"{path.name}: an image without alt text"
             shown += 1
     assert shown == FIGURES.get(path.name, 0)
-
-
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
-def test_display_options_are_set_once_by_the_formatter_not_per_cell(path):
-    nb = nbformat.read(path, as_version=4)
-    code = [c.source for c in nb.cells if c.cell_type == "code"]
-    assert not any("pd.set_option(" in s or "pandas.set_option(" in s for s in code), path.name
-    assert not any("plt.show()" in s for s in code), f"{path.name}: show a figure with formatting.figure"
-    assert sum(s.count("tidy_tables()") for s in code) <= 1, path.name

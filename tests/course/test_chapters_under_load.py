@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from chapter_runs import BUSY_PROGRAMS, UNDER_LOAD
+from chapter_runs import BUSY_PROGRAMS, RUN_LIMIT_S, UNDER_LOAD
 
-pytestmark = pytest.mark.notebook
+pytestmark = [pytest.mark.notebook, pytest.mark.timeout(RUN_LIMIT_S)]
 
 
 @pytest.mark.parametrize("name", sorted(UNDER_LOAD))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 from chapter_answers import ANSWERS, DISPLAYED
-from chapter_runs import RERUN, cell_index
+from chapter_runs import RERUN, RUN_LIMIT_S, cell_index
 
-pytestmark = pytest.mark.notebook
+pytestmark = [pytest.mark.notebook, pytest.mark.timeout(RUN_LIMIT_S)]
 
 
 def test_the_chapters_with_measured_questions_are_rerun():

@@ -1,13 +1,13 @@
 """The capstone lab, optimization_plan: its test cells and its points per section.
 
 What every lab shares (its release matches its source, hides what it must, and grades as the points say) runs for
-this lab in test_lab_profile.py.
+this lab in test_lab_profile.py and test_lab_profile_grading.py.
 
 Points (from the lab's own headings): 1 diagnose 3 (idle share 1, fix 2), 2 parity 3 (report 2, tolerance 1),
 3 cost to target 4 (costs 2, ratio 2), 4 memory 2 (largest microbatch 1, accumulation 1), 5 decision 3 (decision 2,
 production 1), 6 principle 1 = 16; 80% is 12.8, so 13 points pass and 12 fail. Sections 2 to 5 build on each other
 (parity -> costs -> decision, throughput -> memory plan -> decision); sections 1 and 6 stand alone, so they are the
-ones left out of the partial answer sets (PARTIAL_ANSWERS in test_lab_profile.py).
+ones left out of the partial answer sets (PARTIAL_ANSWERS in test_lab_profile_grading.py).
 """
 
 import nbformat

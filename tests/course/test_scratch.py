@@ -1,9 +1,8 @@
 """gpucost_lab.course.scratch: a chapter's scratch folder is there while its process runs and gone once it exits.
 
 Each process runs with TMPDIR set to a folder of the test's own, so whatever it leaves behind is there to see (and no
-other program's temporary files are in the way). Exits: a script's end, ``sys.exit``, a forked child that exits
-first (the folder must survive it), and a real IPython kernel restarted and then shut down the way JupyterLab does it
-(jupyter_client's KernelManager, asked to exit rather than killed).
+other program's temporary files are in the way). Exits: a script's end, ``sys.exit``, and a forked child that exits
+first (the folder must survive it). A real IPython kernel restarted and then shut down is test_scratch_kernel.py.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import pytest
 from gpucost_lab._validate import InputError
 from gpucost_lab.course.scratch import scratch_folder
 
-KERNEL_TIMEOUT_S = 120  # a guard against a hang, not a speed target
+from .helpers import _left
 
 
 def _python(code: str, tmp: Path) -> subprocess.CompletedProcess:
@@ -28,10 +27,6 @@ def _python(code: str, tmp: Path) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)], env=env, capture_output=True, text=True, timeout=60
     )
-
-
-def _left(tmp: Path) -> list[str]:
-    return sorted(p.name for p in tmp.iterdir())
 
 
 MAKE_AND_FILL = """
@@ -94,48 +89,3 @@ def test_a_bad_chapter_is_refused_naming_it(chapter):
     with pytest.raises(InputError, match=r"^chapter must be a chapter's two digits \('02'\)") as err:
         scratch_folder(chapter)
     assert err.value.field == "chapter" and repr(chapter) in str(err.value)
-
-
-def _kernel_folder(client, chapter: str) -> Path:
-    """Run a chapter's cell in the kernel: its scratch folder, with a file in it."""
-    code = (
-        "from gpucost_lab.course.scratch import scratch_folder\n"
-        f"workdir = scratch_folder({chapter!r})\n"
-        "(workdir / 'registry.json').write_text('{}')\n"
-        "print(workdir)"
-    )
-    out: list[str] = []
-    reply = client.execute_interactive(
-        code,
-        timeout=KERNEL_TIMEOUT_S,
-        output_hook=lambda msg: out.append(msg["content"].get("text", "")) if msg["msg_type"] == "stream" else None,
-    )
-    assert reply["content"]["status"] == "ok", reply["content"]
-    return Path("".join(out).strip())
-
-
-@pytest.mark.slow  # two kernels started, each imports the package
-def test_a_kernel_restarted_then_shut_down_leaves_no_folder(tmp_path):
-    from jupyter_client.manager import KernelManager
-
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "MPLBACKEND")}
-    manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(env={**env, "TMPDIR": str(tmp_path)}, cwd=str(tmp_path))
-    try:
-        client = manager.client()
-        client.start_channels()
-        client.wait_for_ready(timeout=KERNEL_TIMEOUT_S)
-        before = _kernel_folder(client, "06")
-        assert before.parent == tmp_path and (before / "registry.json").is_file()
-        manager.restart_kernel(now=False)  # JupyterLab's "Restart Kernel": the kernel is asked to exit
-        client.wait_for_ready(timeout=KERNEL_TIMEOUT_S)
-        assert not before.exists(), "the restarted kernel's old process removed its folder"
-        after = _kernel_folder(client, "06")
-        assert after != before and after.is_dir()
-        client.stop_channels()
-        manager.shutdown_kernel(now=False)  # "Shut Down Kernel", or closing the server
-    finally:
-        if manager.has_kernel:
-            manager.shutdown_kernel(now=True)
-    assert not manager.is_alive()
-    assert _left(tmp_path) == [], "no scratch folder outlives its kernel"

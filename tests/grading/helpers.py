@@ -1,12 +1,14 @@
 """Helpers of the tests in tests/grading/: the fixture lab (tests/fixtures/grading/solutions/mini_lab, 10 points) and
-learners' copies of it, `gpucost-lab grade` in this process and in a fresh one, the sandbox's skip mark, and
-:func:`active`, the check of what in a page could run a learner's script.
+learners' copies of it, `gpucost-lab grade` in this process and in a fresh one, the sandbox's skip mark,
+:func:`active`, the check of what in a page could run a learner's script, and the hostile vectors it looks for with
+a submission of the real lab that shows them all (tests/browser and tests/hub use them too).
 """
 
 from __future__ import annotations
 
 import atexit
 import copy
+import json
 import shutil
 import subprocess
 import sys
@@ -17,6 +19,8 @@ from urllib.parse import unquote
 
 import nbformat
 import pytest
+from labtools import answered_release, write_submission
+from nbformat.v4 import new_code_cell, new_markdown_cell
 
 from gpucost_lab import grading
 from gpucost_lab.cli.main import main
@@ -32,6 +36,8 @@ FIXTURE_ARGS = ["--assignment", ASSIGNMENT, "--source-root", str(SOURCE_ROOT)]
 VENV_BIN = Path(sys.executable).parent  # nbgrader, and the `alembic` it runs by name
 
 needs_sandbox = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox: {unavailable_reason()}")
+# what bwrap says where user namespaces are forbidden (Ubuntu 24.04's kernel.apparmor_restrict_unprivileged_userns=1)
+USERNS_FAILURE = "bwrap: setting up uid map: Permission denied"
 
 
 def grade_id(cell):
@@ -113,7 +119,7 @@ def grade_cli(path: Path, *extra: str, cwd: Path = ROOT, env: dict | None = None
 
 # --------------------------------------------------------------------------------------- what in a page could run
 
-MARK = "__pwned"  # each hostile vector of tests/grading/test_sanitize.py, once run, pushes its name onto window.__pwned
+MARK = "__pwned"  # each hostile vector (below), once run, pushes its name onto window.__pwned
 # attributes whose value a browser loads or runs (a title or an alt is only text)
 _RUNS = frozenset({"href", "src", "srcdoc", "action", "formaction", "data", "xlink:href", "background", "poster"})
 
@@ -153,3 +159,102 @@ def active(html: str) -> list[str]:
     parser.feed(html)
     parser.close()
     return parser.found
+
+
+# ------------------------------------------------------------------- hostile vectors and a submission that shows them
+# Each vector, once run, pushes its name onto window.__pwned (MARK); tests/grading/test_sanitize.py tests that the
+# sanitizer removes each, test_sanitize_graded.py grades a submission that shows them all, tests/browser opens
+# its pages.
+
+HOSTILE_LAB = "profile_training_loop"  # the lab the hostile submission answers (every answer right: 16 of 16 points)
+# a 1 x 1 PNG
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+PARAGRAPH = "<p>Cost per step: <b>$0.42</b> at <i>3.25 USD/h</i></p>"
+
+
+def flag(name: str, where: str = "window") -> str:
+    """JavaScript that records that the vector ``name`` ran (in the page's window: ``window.__pwned``)."""
+    return f"({where}.{MARK}={where}.{MARK}||[]).push('{name}')"
+
+
+#: name -> HTML that runs ``flag(name)`` when the page loads, or when its link or button is clicked
+HTML_VECTORS = {
+    "script": f"<script>{flag('script')}</script>",
+    "img-onerror": f'<img src="x" onerror="{flag("img-onerror")}">',
+    "iframe-srcdoc": f'<iframe srcdoc="<script>{flag("iframe-srcdoc", "parent")}</script>"></iframe>',
+    "svg-script": f'<svg xmlns="http://www.w3.org/2000/svg"><script>{flag("svg-script")}</script></svg>',
+    "svg-onload": f'<svg onload="{flag("svg-onload")}"><rect width="4" height="4"/></svg>',
+    "details-ontoggle": f'<details open ontoggle="{flag("details-ontoggle")}"><summary>more</summary>x</details>',
+    "javascript-link": f'<a href="javascript:{flag("javascript-link")}">PWN-LINK-HTML</a>',
+    "entity-javascript-link": f'<a href="jav&#x09;ascript:{flag("entity-javascript-link")}">PWN-LINK-ENTITY</a>',
+    "form-action": f'<form action="javascript:{flag("form-action")}"><button>PWN-FORM</button></form>',
+    "object": f'<object data="javascript:{flag("object")}"></object>',
+    "embed": f'<embed src="javascript:{flag("embed")}">',
+}
+#: name -> HTML that a sanitizer's parse and the browser's may read apart (mutation XSS); tests/browser loads each
+MXSS_VECTORS = {
+    "math-mxss": f'<math><mtext><table><mglyph><style><img src=x onerror="{flag("math-mxss")}">',
+    "svg-style-mxss": f'<svg><style><a title="</style><img src=x onerror={flag("svg-style-mxss")}>"></a></style>',
+    "noscript-mxss": f'<noscript><p title="</noscript><img src=x onerror={flag("noscript-mxss")}>"></noscript>',
+}
+#: name -> markdown (a markdown cell's source) that runs ``flag(name)``
+MARKDOWN_VECTORS = {
+    "markdown-script": f"A note.\n\n<script>{flag('markdown-script')}</script>\n",
+    "markdown-img-onerror": f'Inline <img src="x" onerror="{flag("markdown-img-onerror")}"> here.',
+    "markdown-javascript-link": f"[PWN-LINK-MD](javascript:{flag('markdown-javascript-link')})",
+    "markdown-iframe": f'<iframe srcdoc="<script>{flag("markdown-iframe", "parent")}</script>"></iframe>',
+}
+JAVASCRIPT = flag("application-javascript")
+SVG_WITH_SCRIPT = f'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><script>{flag("svg")}</script></svg>'
+
+
+HOSTILE_CELL = f"""\
+import base64
+
+import pandas as pd
+from IPython.display import HTML, SVG, Image, Javascript, Markdown, display
+
+display(HTML({"".join(HTML_VECTORS.values()) + PARAGRAPH!r}))
+display(Javascript({JAVASCRIPT!r}))
+display(SVG({SVG_WITH_SCRIPT!r}))
+display(Markdown({MARKDOWN_VECTORS["markdown-img-onerror"]!r}))
+display(pd.DataFrame({{"gpu": ["A100", "H100"], "usd_per_hour": [1.5, 3.25]}}))
+display(Image(data=base64.b64decode({PNG!r})))
+print("KEEP-STDOUT")
+"""
+HOSTILE_MARKDOWN = "Markdown answer KEEP-MD.\n\n" + "\n\n".join(MARKDOWN_VECTORS.values())
+
+
+def hostile_submission(folder: Path) -> Path:
+    """The lab with every answer right, then a code cell that displays each vector and a markdown cell with them."""
+    nb = answered_release(HOSTILE_LAB)
+    nb.cells.append(new_code_cell(HOSTILE_CELL))
+    nb.cells.append(new_markdown_cell(HOSTILE_MARKDOWN))
+    return write_submission(nb, folder, HOSTILE_LAB)
+
+
+def grade_unsanitized(path: Path, folder: Path):
+    """``path`` graded as :func:`gpucost_lab.grading.grade` does, with the sanitizer off (as before it existed): the
+    report and the course (kept in ``folder/course``; the feedback page in ``folder/feedback``)."""
+    from gpucost_lab.grading.autograde import autograde_in
+    from gpucost_lab.grading.course import generate_course
+    from gpucost_lab.grading.submission import read_submission
+
+    sub = read_submission(path, None, HOSTILE_LAB, source_root=ROOT / "solutions")
+    course = generate_course(folder / "course", sub.root, sub.assignment, 30)
+    course.config.SanitizeLearnerHTML.enabled = False
+    course.config.HTMLExporter.preprocessors = []
+    return autograde_in(course, sub, feedback=True, feedback_dir=folder / "feedback"), course
+
+
+def cli_grade(path: Path, feedback_dir: Path) -> tuple[int, dict]:
+    """``gpucost-lab grade PATH --feedback-dir FEEDBACK_DIR --json``, in this process: its exit status and report."""
+    import contextlib
+    import io
+
+    from gpucost_lab.cli.main import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["grade", str(path), "--feedback-dir", str(feedback_dir), "--json"])
+    return code, json.loads(out.getvalue())

@@ -18,9 +18,8 @@ import pytest
 
 from gpucost_lab import grading
 from gpucost_lab.cli.main import main
-from gpucost_lab.grading.sandbox import unavailable_reason
 
-from .helpers import grade_shared
+from .helpers import grade_shared, needs_sandbox
 
 SOURCE_ROOT = Path(__file__).resolve().parents[1] / "fixtures" / "grading" / "solutions"
 SOURCE_NB = SOURCE_ROOT / "mini_lab" / "mini_lab.ipynb"
@@ -35,7 +34,7 @@ RIGHT = {
 POINTS = {"q1": 3, "q2": 2, "q3": 2, "q4": 2, "q5": 1}
 BLANK = "raise NotImplementedError()"
 
-pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox: {unavailable_reason()}")
+pytestmark = [pytest.mark.grading, needs_sandbox]
 
 
 def grade_id(cell):

@@ -30,6 +30,8 @@ from .helpers import (
     shared_course,
 )
 
+pytestmark = pytest.mark.grading
+
 POINTS = {"q1_test": 3, "q2_test": 2, "q3_test": 2, "q4_test": 2, "q5_test": 1}  # 10 in all
 
 

@@ -1,23 +1,25 @@
 """Tests of gpucost_lab.grading.classes: grading a class, submissions built from the real lab, with verdicts known by
 hand.
 
-Points (the lab's own headings, as in tests/course/test_lab_profile.py): 3 + 2 + 3 + 1 + 2 + 2 + 2 + 1 = 16; 80% is
-12.8. Every reference answer: 16 / 16, passed. The release as handed out: 0 / 16, not passed. Malformed JSON: an
+Points (the lab's own headings, as in tests/course/test_lab_profile_grading.py): 3 + 2 + 3 + 1 + 2 + 2 + 2 + 1 = 16; 80%
+is 12.8. Every reference answer: 16 / 16, passed. The release as handed out: 0 / 16, not passed. Malformed JSON: an
 error row, not a crash, and the other students are still graded. A student folder or notebook that is a link (to the
-lab's solution, say): an error row of its own, not a grade.
+lab's solution, say): an error row of its own, not a grade. (Finding the submissions and refusing bad arguments, without
+grading: tests/grading/test_classes_submissions.py.)
 """
 
 import math
-import os
 
 import nbformat
 import pytest
 from labtools import ROOT, answered_release, release_path, source_path, write_submission
 from labtools import meta as _meta
 
-from gpucost_lab.grading.classes import COLUMNS, find_submissions, grade_class
+from gpucost_lab.grading.classes import COLUMNS, grade_class
 
 from .helpers import needs_sandbox
+
+pytestmark = pytest.mark.grading
 
 LAB = "profile_training_loop"
 SOURCE = source_path(LAB)  # the lab's solution: every answer, the hidden tests
@@ -35,27 +37,23 @@ def graded(tmp_path_factory):
     return grade_class(class_dir, workers=2, source_root=ROOT / "solutions")
 
 
-@pytest.mark.grading
 def test_columns_and_one_row_per_student(graded):
     assert list(graded.columns) == COLUMNS
     assert list(graded["student"]) == ["alice", "bob", "carol", "dave"]
 
 
-@pytest.mark.grading
 def test_full_answers_pass_with_every_point(graded):
     alice = graded.set_index("student").loc["alice"]
     assert (alice["score"], alice["max_score"], alice["percent"], bool(alice["passed"])) == (16, 16, 100, True)
     assert alice["error"] is None
 
 
-@pytest.mark.grading
 def test_the_unanswered_release_fails_with_no_points(graded):
     bob = graded.set_index("student").loc["bob"]
     assert (bob["score"], bob["max_score"], bob["percent"], bool(bob["passed"])) == (0, 16, 0, False)
     assert bob["error"] is None
 
 
-@pytest.mark.grading
 def test_broken_submissions_are_error_rows(graded):
     rows = graded.set_index("student")
     assert "not valid notebook JSON" in rows.loc["carol", "error"]
@@ -63,22 +61,6 @@ def test_broken_submissions_are_error_rows(graded):
     assert not rows.loc["carol", "passed"] and not rows.loc["dave", "passed"]
 
 
-def test_bad_arguments_are_refused(tmp_path):
-    with pytest.raises(ValueError, match="workers"):
-        grade_class(tmp_path, workers=0)
-    with pytest.raises(ValueError, match="does not exist"):
-        find_submissions(tmp_path / "missing")
-    (tmp_path / "a_file").write_text("")
-    with pytest.raises(ValueError, match="not a directory"):
-        find_submissions(tmp_path / "a_file")
-    (tmp_path / "empty_class").mkdir()
-    with pytest.raises(ValueError, match="holds no submission"):
-        grade_class(tmp_path / "empty_class")
-    with pytest.raises(ValueError, match="timeout_s"):
-        grade_class(tmp_path, timeout_s=0)
-
-
-@pytest.mark.grading
 def test_a_source_nbgrader_cannot_generate_is_each_rows_grading_error_generated_once(tmp_path, monkeypatch):
     # in one process: the worker's state set as _init_worker sets it, without starting a pool
     from gpucost_lab.grading import classes
@@ -104,26 +86,6 @@ def test_a_source_nbgrader_cannot_generate_is_each_rows_grading_error_generated_
     assert marker.read_text(encoding="utf-8") in rows[1]["error"]
 
 
-def test_find_submissions_gives_each_link_its_own_error_row(tmp_path):
-    honest = write_submission(nbformat.read(SOURCE, as_version=4), tmp_path / "alice", LAB)
-    (tmp_path / "bob").symlink_to(tmp_path / "alice")  # a student folder that is a link
-    (tmp_path / "carol.ipynb").symlink_to(SOURCE)  # a student notebook that is a link
-    write_submission(nbformat.read(SOURCE, as_version=4), tmp_path / "dave", LAB)
-    os.mkfifo(tmp_path / "dave" / "pipe")  # a plain notebook, and a FIFO beside it
-    rows = {student: (notebook, problem) for student, notebook, problem in find_submissions(tmp_path)}
-    assert list(rows) == ["alice", "bob", "carol", "dave"]
-    assert rows["alice"] == (honest, None)
-    for student, path, why in (
-        ("bob", tmp_path / "bob", f"a symbolic link to '{tmp_path / 'alice'}'"),
-        ("carol", tmp_path / "carol.ipynb", f"a symbolic link to '{SOURCE}'"),
-        ("dave", tmp_path / "dave" / "pipe", "a FIFO (named pipe)"),
-    ):
-        notebook, problem = rows[student]
-        assert notebook is None
-        assert problem.startswith(f"submissions_dir: {path} is {why}"), problem
-
-
-@pytest.mark.grading
 @needs_sandbox
 def test_grade_class_grades_the_honest_learner_and_not_the_link_to_the_solution(tmp_path):
     class_dir = tmp_path / "class"

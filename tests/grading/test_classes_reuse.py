@@ -9,11 +9,11 @@ mini_lab: 3 + 2 + 2 + 2 + 1 = 10 points, worked out by hand below), whatever the
 import pytest
 
 from gpucost_lab.grading.classes import grade_class
-from gpucost_lab.grading.sandbox import unavailable_reason
+from grading.helpers import needs_sandbox
 from grading.test_attacks import ATTACKS, POINTS, RIGHT, SOURCE_ROOT, WRONG, notebook
 from grading.test_workflow_attacks import KERNEL_BREAKER, TIMEOUT_S, gradebook_writer
 
-pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox: {unavailable_reason()}")
+pytestmark = [pytest.mark.grading, needs_sandbox]
 
 FULL = sum(POINTS.values())
 EXPECTED = {  # graded in this order by the one worker (names sort as they are submitted)

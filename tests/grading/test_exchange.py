@@ -13,6 +13,8 @@ import pytest
 
 from .helpers import ROOT, VENV_BIN
 
+pytestmark = pytest.mark.grading
+
 STAND_IN = "stand-in gradebook: every learner's id and score"
 
 
@@ -24,7 +26,6 @@ def _nbgrader(cwd: Path, env: dict, *args: str) -> subprocess.CompletedProcess:
     return proc
 
 
-@pytest.mark.grading
 def test_collect_leaves_out_a_submission_whose_files_became_links_to_the_course(tmp_path):
     """release, submit (alice, mallory, trudy), then mallory's and trudy's inbound files replaced by a symbolic and a
     hard link to a course file, then collect with the course's nbgrader_config.py (the plugin it sets) and, as the

@@ -24,6 +24,8 @@ import pytest
 from gpucost_lab.cli import main as cli
 from gpucost_lab.grading.export import export_grades, read_grades
 
+pytestmark = pytest.mark.grading
+
 LAB = "profile_training_loop"
 CANVAS = (
     "Student,ID,SIS User ID,SIS Login ID,Section,profile_training_loop,profile_training_loop passed\r\n"

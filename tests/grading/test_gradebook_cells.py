@@ -1,7 +1,8 @@
 """Tests of gpucost_lab.grading.gradebook_cells: the gradebook's locked cells are what runs (issue 25), on a lab made
 here whose points are set by hand. A learner who edits the notebook's JSON (the setup cell's metadata stripped, a
 solution flag on a test cell, a grade id the gradebook does not know, a cell pasted from another lab) earns exactly
-what their answers earn, and the notebook is always graded; an nbformat 3 submission is refused by name.
+what their answers earn, and the notebook is always graded. (An nbformat 3 submission refused by name:
+tests/grading/test_gradebook_cells_nbformat3.py.)
 
 The lab: the setup defines the price, Q1's test checks the learner's cost against that price, Q2's a plain sum.
 Points: Q1 3, Q2 1, so a right answer to both is 4 of 4 and a wrong Q1 alone is 1 of 4.
@@ -10,15 +11,14 @@ Points: Q1 3, Q2 1, so a right answer to both is 4 of 4 and a wrong Q1 alone is 
 from __future__ import annotations
 
 import copy
-import json
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from gpucost_lab.grading.gradebook_cells import GradebookCells
-
 from .helpers import grade_shared, needs_sandbox
+
+pytestmark = pytest.mark.grading
 
 LAB = "price_lab"
 
@@ -76,7 +76,6 @@ def _grade(root, path):
     return grade_shared(path, assignment=LAB, source_root=root)
 
 
-@pytest.mark.grading
 @needs_sandbox
 def test_an_honest_submission_scores_full_marks(tmp_path, root):
     report = _grade(root, _submission(tmp_path, lambda nb: None))
@@ -89,7 +88,6 @@ def _strip_setup_and_price_it_at_zero(nb):
     nb.cells[1].source = "def cost_usd(hours):\n    return 0.0"  # right only at the forged price
 
 
-@pytest.mark.grading
 @needs_sandbox
 def test_a_stripped_setup_cell_does_not_set_the_price_the_checks_use(tmp_path, root):
     report = _grade(root, _submission(tmp_path, _strip_setup_and_price_it_at_zero))
@@ -115,7 +113,6 @@ def _pasted_from_another_lab(nb):
     )
 
 
-@pytest.mark.grading
 @needs_sandbox
 @pytest.mark.parametrize(
     "edit, note",
@@ -130,13 +127,3 @@ def test_forged_metadata_is_ignored_with_a_note_and_the_answers_earn_their_point
     report = _grade(root, _submission(tmp_path, edit))
     assert (report.score, report.max_score) == (4, 4), report.failed
     assert any(note in n for n in report.notes), report.notes
-
-
-def test_the_plain_autograde_refuses_an_nbformat_3_submission_too(tmp_path):
-    v3 = {"nbformat": 3, "nbformat_minor": 0, "worksheets": [{"cells": []}], "metadata": {"name": ""}}
-    (tmp_path / "lab.ipynb").write_text(json.dumps(v3))
-    nb = nbformat.read(tmp_path / "lab.ipynb", as_version=4)  # as nbgrader reads it: upgraded, noted
-    resources = {"nbgrader": {"db_url": "sqlite://", "notebook": "lab", "assignment": "a"}}
-    resources["metadata"] = {"path": str(tmp_path)}
-    with pytest.raises(ValueError, match="nbformat 3 notebook"):
-        GradebookCells().preprocess(nb, resources)

@@ -1,7 +1,8 @@
 """Tests of gpucost_lab.grading.links: a symbolic link, a hard link, a FIFO or another special file in a submission
 folder is found, named and never copied or read, against the links made on purpose here (``submission_with_links``).
-Where each entry point refuses them: tests/grading/test_submission.py (a notebook), test_classes.py (a class),
-test_exchange.py (nbgrader collect), test_sandbox.py (nbgrader autograde), test_run.py (the sandbox's copy).
+Where each entry point refuses them: tests/grading/test_submission.py (a notebook), test_classes_submissions.py and
+test_classes.py (a class), test_exchange.py (nbgrader collect), test_sandbox_graded.py (nbgrader autograde),
+test_run_submission_files.py (the sandbox's copy).
 """
 
 import pytest

@@ -11,8 +11,9 @@ import pytest
 
 from .helpers import ASSIGNMENT, ROOT, VENV_BIN
 
+pytestmark = pytest.mark.grading
 
-@pytest.mark.grading
+
 @pytest.mark.filterwarnings("ignore::sqlalchemy.exc.SAWarning")  # nbgrader's own session use, when adding submissions
 def test_export_plugin_adds_passed_column(tmp_path, monkeypatch):
     from nbgrader.api import Gradebook

@@ -1,7 +1,7 @@
-"""Tests of gpucost_lab.grading.run: one submission run, against limits and contents set by construction. The sandbox
-gets only a submission's plain files (each other one named in the log); an answer over the message cap is dropped as
-it arrives, not after the grader has held it; and where the sandboxed kernel cannot import the package that grades it,
-grading stops with one line instead of giving every learner 0.
+"""Tests of gpucost_lab.grading.run: one submission run in the sandbox, against limits set by construction. An answer
+over the message cap is dropped as it arrives, not after the grader has held it; and where the sandboxed kernel
+cannot import the package that grades it, grading stops with one line instead of giving every learner 0. (What the
+sandbox gets of a submission's files: tests/grading/test_run_submission_files.py.)
 """
 
 from __future__ import annotations
@@ -16,23 +16,13 @@ import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
 from gpucost_lab.grading import kernel_command
-from gpucost_lab.grading.run import MAX_MESSAGE_BYTES, copy_submission, run_submission
+from gpucost_lab.grading.run import MAX_MESSAGE_BYTES, run_submission
 from gpucost_lab.grading.sandbox import Limits, SandboxUnavailable
 from grading.test_attacks import RIGHT, SOURCE_ROOT, notebook
 
 from .helpers import needs_sandbox
 
-
-def test_the_sandbox_gets_only_the_plain_files_and_the_log_names_the_others(submission_with_links, tmp_path, caplog):
-    dest = tmp_path / "sandbox"
-    with caplog.at_level(logging.WARNING):
-        copy_submission(submission_with_links, dest)
-    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file()) == ["answers.txt"]
-    logged = [r.getMessage() for r in caplog.records]
-    assert len(logged) == 4
-    for name, kind in (("copy.db", "hard link"), ("data.csv", "symbolic link"), ("escape", "symbolic link")):
-        assert any(name in line and kind in line for line in logged), logged
-    assert any("pipe" in line and "FIFO" in line for line in logged), logged
+pytestmark = pytest.mark.grading
 
 
 def _peak_rss_mb(path: Path) -> tuple[float, dict]:
@@ -49,7 +39,6 @@ def _peak_rss_mb(path: Path) -> tuple[float, dict]:
 
 
 @needs_sandbox
-@pytest.mark.grading
 def test_an_answer_over_the_cap_is_dropped_as_it_arrives(tmp_path):
     huge = 300_000_000
     assert huge > MAX_MESSAGE_BYTES
@@ -62,7 +51,6 @@ def test_an_answer_over_the_cap_is_dropped_as_it_arrives(tmp_path):
 
 
 @needs_sandbox
-@pytest.mark.grading
 def test_a_kernel_that_cannot_import_the_grader_stops_grading_with_one_line(tmp_path, monkeypatch):
     package = str(kernel_command.package_root() / "gpucost_lab")
     binds = kernel_command.python_binds

@@ -2,80 +2,43 @@
 pages with the standard library's parser. What a submission displays is sanitized in the autograded notebook, the
 feedback page and the formgrader's view; the CSS it may keep: tests/grading/test_sanitize_css.py.
 
-Each hostile vector below, once run, pushes its name onto ``window.__pwned``: a ``<script>``, an ``<img>``'s
-``onerror``, an ``<iframe srcdoc>``, an SVG's script and ``onload``, a ``<details ontoggle>``, ``javascript:`` links
-and a form's ``javascript:`` action, in an HTML output and in a markdown cell, and an ``application/javascript``
-output. :func:`active` (tests/grading/helpers.py) is the check: what in a page could run a vector (a script or a URL
-attribute that names ``__pwned``, an event handler that does, an element that runs or embeds content), read with the
-standard library's parser, not the sanitizer's. Every test of a vector first shows that :func:`active` finds it in
-the unsanitized HTML, but for the mutation-XSS vectors, which only a browser's own parse can show: tests/browser
-loads those.
+Each hostile vector (tests/grading/helpers.py), once run, pushes its name onto ``window.__pwned``: a ``<script>``, an
+``<img>``'s ``onerror``, an ``<iframe srcdoc>``, an SVG's script and ``onload``, a ``<details ontoggle>``,
+``javascript:`` links and a form's ``javascript:`` action, in an HTML output and in a markdown cell, and an
+``application/javascript`` output. :func:`active` (tests/grading/helpers.py) is the check: what in a page could run a
+vector (a script or a URL attribute that names ``__pwned``, an event handler that does, an element that runs or
+embeds content), read with the standard library's parser, not the sanitizer's. Every test of a vector first shows
+that :func:`active` finds it in the unsanitized HTML, but for the mutation-XSS vectors, which only a browser's own
+parse can show: tests/browser loads those.
 
-Then a real grade of the lab profile_training_loop (every answer right: 16 of 16 points, tests/grading/test_classes.py)
-with a hostile code cell and a hostile markdown cell appended: ``gpucost-lab grade`` (the feedback page holds none of
-the vectors and the score is 16), and the same submission graded with the sanitizer off, as an autograded notebook
-written before it existed would be: its feedback and formgrader pages run the vectors, and generated again with the
-course's configuration they run none. tests/browser/test_feedback_xss.py opens both feedback pages in Chromium.
+Here the preprocessor on notebooks built in the test; a real grade of a submission showing every vector is
+tests/grading/test_sanitize_graded.py.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import re
-from pathlib import Path
 
 import nbformat
 import pytest
-from labtools import ROOT, answered_release, release_path, write_submission
+from labtools import ROOT, release_path
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_output
 
 from gpucost_lab.grading import sanitize
 from gpucost_lab.grading.sanitize import SanitizeLearnerHTML, clean_html, render_markdown
 
-from .helpers import MARK, active, needs_sandbox
-
-LAB = "profile_training_loop"
-MAX_SCORE = 16.0
-# a 1 x 1 PNG
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-PARAGRAPH = "<p>Cost per step: <b>$0.42</b> at <i>3.25 USD/h</i></p>"
-
-
-def flag(name: str, where: str = "window") -> str:
-    """JavaScript that records that the vector ``name`` ran (in the page's window: ``window.__pwned``)."""
-    return f"({where}.{MARK}={where}.{MARK}||[]).push('{name}')"
-
-
-#: name -> HTML that runs ``flag(name)`` when the page loads, or when its link or button is clicked
-HTML_VECTORS = {
-    "script": f"<script>{flag('script')}</script>",
-    "img-onerror": f'<img src="x" onerror="{flag("img-onerror")}">',
-    "iframe-srcdoc": f'<iframe srcdoc="<script>{flag("iframe-srcdoc", "parent")}</script>"></iframe>',
-    "svg-script": f'<svg xmlns="http://www.w3.org/2000/svg"><script>{flag("svg-script")}</script></svg>',
-    "svg-onload": f'<svg onload="{flag("svg-onload")}"><rect width="4" height="4"/></svg>',
-    "details-ontoggle": f'<details open ontoggle="{flag("details-ontoggle")}"><summary>more</summary>x</details>',
-    "javascript-link": f'<a href="javascript:{flag("javascript-link")}">PWN-LINK-HTML</a>',
-    "entity-javascript-link": f'<a href="jav&#x09;ascript:{flag("entity-javascript-link")}">PWN-LINK-ENTITY</a>',
-    "form-action": f'<form action="javascript:{flag("form-action")}"><button>PWN-FORM</button></form>',
-    "object": f'<object data="javascript:{flag("object")}"></object>',
-    "embed": f'<embed src="javascript:{flag("embed")}">',
-}
-#: name -> HTML that a sanitizer's parse and the browser's may read apart (mutation XSS); tests/browser loads each
-MXSS_VECTORS = {
-    "math-mxss": f'<math><mtext><table><mglyph><style><img src=x onerror="{flag("math-mxss")}">',
-    "svg-style-mxss": f'<svg><style><a title="</style><img src=x onerror={flag("svg-style-mxss")}>"></a></style>',
-    "noscript-mxss": f'<noscript><p title="</noscript><img src=x onerror={flag("noscript-mxss")}>"></noscript>',
-}
-#: name -> markdown (a markdown cell's source) that runs ``flag(name)``
-MARKDOWN_VECTORS = {
-    "markdown-script": f"A note.\n\n<script>{flag('markdown-script')}</script>\n",
-    "markdown-img-onerror": f'Inline <img src="x" onerror="{flag("markdown-img-onerror")}"> here.',
-    "markdown-javascript-link": f"[PWN-LINK-MD](javascript:{flag('markdown-javascript-link')})",
-    "markdown-iframe": f'<iframe srcdoc="<script>{flag("markdown-iframe", "parent")}</script>"></iframe>',
-}
-JAVASCRIPT = flag("application-javascript")
-SVG_WITH_SCRIPT = f'<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><script>{flag("svg")}</script></svg>'
+from .helpers import (
+    HTML_VECTORS,
+    JAVASCRIPT,
+    MARKDOWN_VECTORS,
+    MXSS_VECTORS,
+    PARAGRAPH,
+    PNG,
+    SVG_WITH_SCRIPT,
+    active,
+    flag,
+)
 
 
 def html_output(html: str):
@@ -327,177 +290,3 @@ def test_a_raw_cell_and_the_widget_state_are_sanitized():
     done = sanitized(nb)
     assert done.cells[0].source == "<img>"
     assert "widgets" not in done.metadata
-
-
-# --------------------------------------------------------------------------------------- a real grade
-
-
-HOSTILE_CELL = f"""\
-import base64
-
-import pandas as pd
-from IPython.display import HTML, SVG, Image, Javascript, Markdown, display
-
-display(HTML({"".join(HTML_VECTORS.values()) + PARAGRAPH!r}))
-display(Javascript({JAVASCRIPT!r}))
-display(SVG({SVG_WITH_SCRIPT!r}))
-display(Markdown({MARKDOWN_VECTORS["markdown-img-onerror"]!r}))
-display(pd.DataFrame({{"gpu": ["A100", "H100"], "usd_per_hour": [1.5, 3.25]}}))
-display(Image(data=base64.b64decode({PNG!r})))
-print("KEEP-STDOUT")
-"""
-HOSTILE_MARKDOWN = "Markdown answer KEEP-MD.\n\n" + "\n\n".join(MARKDOWN_VECTORS.values())
-
-
-def hostile_submission(folder: Path) -> Path:
-    """The lab with every answer right, then a code cell that displays each vector and a markdown cell with them."""
-    nb = answered_release(LAB)
-    nb.cells.append(new_code_cell(HOSTILE_CELL))
-    nb.cells.append(new_markdown_cell(HOSTILE_MARKDOWN))
-    return write_submission(nb, folder, LAB)
-
-
-def grade_unsanitized(path: Path, folder: Path):
-    """``path`` graded as :func:`gpucost_lab.grading.grade` does, with the sanitizer off (as before it existed): the
-    report and the course (kept in ``folder/course``; the feedback page in ``folder/feedback``)."""
-    from gpucost_lab.grading.autograde import autograde_in
-    from gpucost_lab.grading.course import generate_course
-    from gpucost_lab.grading.submission import read_submission
-
-    sub = read_submission(path, None, LAB, source_root=ROOT / "solutions")
-    course = generate_course(folder / "course", sub.root, sub.assignment, 30)
-    course.config.SanitizeLearnerHTML.enabled = False
-    course.config.HTMLExporter.preprocessors = []
-    return autograde_in(course, sub, feedback=True, feedback_dir=folder / "feedback"), course
-
-
-def cli_grade(path: Path, feedback_dir: Path) -> tuple[int, dict]:
-    """``gpucost-lab grade PATH --feedback-dir FEEDBACK_DIR --json``, in this process: its exit status and report."""
-    import contextlib
-    import io
-
-    from gpucost_lab.cli.main import main
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main(["grade", str(path), "--feedback-dir", str(feedback_dir), "--json"])
-    return code, json.loads(out.getvalue())
-
-
-@pytest.fixture(scope="module")
-def graded(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("hostile")
-    code, report = cli_grade(hostile_submission(folder / "submission"), folder / "feedback")
-    return code, report
-
-
-@pytest.fixture(scope="module")
-def unsanitized(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("unsanitized")
-    return grade_unsanitized(hostile_submission(folder / "submission"), folder)
-
-
-def _autograded(course) -> Path:
-    return course.path / "autograded" / "student" / LAB / f"{LAB}.ipynb"
-
-
-@pytest.mark.grading
-@needs_sandbox
-def test_a_hostile_submission_scores_full_marks_and_its_feedback_runs_nothing(graded):
-    code, report = graded
-    assert (code, report["score"], report["max_score"], report["passed"], report["failed"]) == (
-        0,
-        MAX_SCORE,
-        MAX_SCORE,
-        True,
-        [],
-    )
-    page = Path(report["feedback_html"]).read_text(encoding="utf-8")
-    assert active(page) == []
-    # what the lab shows still shows: the table, the plot, the paragraph, printed text, the markdown's text
-    assert '<table border="1" class="dataframe">' in page and "<td>H100</td>" in page
-    assert f'src="data:image/png;base64,{PNG}' in page
-    assert PARAGRAPH in page and "KEEP-STDOUT" in page and "Markdown answer KEEP-MD." in page
-    assert "Score: 16.0 / 16.0" in page
-
-
-@pytest.mark.grading
-@needs_sandbox
-def test_without_the_sanitizer_the_same_submission_runs_every_vector(unsanitized):
-    report, course = unsanitized
-    assert report.score == MAX_SCORE  # the same grade: sanitizing changes no score
-    page = Path(report.feedback_html).read_text(encoding="utf-8")
-    found = " ".join(active(page))
-    for name in [*HTML_VECTORS, *MARKDOWN_VECTORS, "application-javascript"]:
-        assert f"'{name}'" in found, name
-
-
-@pytest.mark.grading
-@needs_sandbox
-def test_the_autograded_notebook_on_disk_is_sanitized(tmp_path):
-    """``grading.grade`` (what ``gpucost-lab grade`` runs) with its course kept: the notebook the formgrader reads."""
-    from gpucost_lab import grading
-
-    path = hostile_submission(tmp_path / "submission")
-    report = grading.grade(path, course_dir=tmp_path / "course", feedback_dir=tmp_path / "feedback")
-    assert report.score == MAX_SCORE
-    nb = nbformat.read(tmp_path / "course" / "autograded" / "student" / LAB / f"{LAB}.ipynb", as_version=4)
-    code_cell, markdown_cell = nb.cells[-2:]
-    assert [sorted(o.get("data", {"(stream)": 1})) for o in code_cell.outputs] == [
-        ["text/html", "text/plain"],
-        ["text/plain"],  # application/javascript removed
-        ["text/plain"],  # image/svg+xml removed
-        ["text/html", "text/plain"],  # text/markdown, rendered and sanitized as HTML
-        ["text/html", "text/plain"],
-        ["image/png", "text/plain"],
-        ["(stream)"],
-    ]
-    assert code_cell.outputs[-1].text == "KEEP-STDOUT\n"
-    assert all(active(o.data["text/html"]) == [] for o in code_cell.outputs if "text/html" in o.get("data", {}))
-    assert markdown_cell.source.startswith('<div class="gpucost-sanitized">')
-    assert "Markdown answer KEEP-MD." in markdown_cell.source
-    assert active(render_markdown(markdown_cell.source)) == []
-
-
-@pytest.mark.grading
-@needs_sandbox
-def test_feedback_and_formgrader_of_a_notebook_autograded_before_are_sanitized(unsanitized):
-    from nbconvert.exporters import HTMLExporter
-    from nbgrader.converters import GenerateFeedback
-    from nbgrader.server_extensions.formgrader import handlers
-
-    from gpucost_lab.grading.course import course_config, run_converter
-
-    _, course = unsanitized
-    autograded = _autograded(course)
-    assert "application/javascript" in autograded.read_text(encoding="utf-8")  # written without the sanitizer
-
-    config = course_config(course.path, 30)  # the course's configuration, as nbgrader_config.py gives it
-    assert run_converter(config, GenerateFeedback, assignment_id=LAB, student_id="student") is None
-    page = (course.path / "feedback" / "student" / LAB / f"{LAB}.html").read_text(encoding="utf-8")
-    assert active(page) == [] and "Score: 16.0 / 16.0" in page
-
-    # the formgrader's view: its exporter (HTMLExporter with the formgrade template), as SubmissionHandler renders it
-    resources = {
-        "assignment_id": LAB,
-        "notebook_id": LAB,
-        "submission_id": "s1",
-        "index": 0,
-        "total": 1,
-        "base_url": "",
-        "student": "student",
-        "last_name": None,
-        "first_name": None,
-        "notebook_path": f"/tree/autograded/student/{LAB}/{LAB}.ipynb",
-    }
-    views = {}
-    for which, preprocessors in (("course", None), ("control", [])):
-        config = course_config(course.path, 30)
-        config.HTMLExporter.template_name = "formgrade"
-        config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
-        if preprocessors is not None:
-            config.HTMLExporter.preprocessors = preprocessors
-        views[which], _ = HTMLExporter(config=config).from_filename(str(autograded), resources=copy.deepcopy(resources))
-    assert "formgrade.js" in views["course"]  # the formgrader's page, with its scripts
-    assert active(views["course"]) == []
-    assert "'application-javascript'" in " ".join(active(views["control"]))

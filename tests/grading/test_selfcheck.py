@@ -1,6 +1,6 @@
 """Tests of gpucost_lab.grading.selfcheck: the learner's self-check of the fixture lab as `make labs` releases it
-(tests/fixtures/grading/solutions/mini_lab: 3 + 2 + 2 + 2 + 1 = 10 points), against the visible points summed by
-hand; and that it does nothing inside a grading run.
+(tests/fixtures/grading/solutions/mini_lab: 3 + 2 + 2 + 2 + 1 = 10 points), run in a Jupyter kernel, against the visible
+points summed by hand. (That it does nothing inside a grading run: tests/grading/test_selfcheck_during_grading.py.)
 """
 
 import json
@@ -8,12 +8,11 @@ import shutil
 
 import pytest
 
-from gpucost_lab import grading
-
 from .helpers import cli, learner_copy
 
+pytestmark = pytest.mark.grading
 
-@pytest.mark.grading  # runs the lab in a Jupyter kernel, on the release `make labs` writes
+
 def test_self_check_counts_visible_points_only(tmp_path, released, lab_folder, capsys):
     folder = shutil.copytree(lab_folder, tmp_path / "mini_lab")
     submission = learner_copy(released, folder, ["q1", "q3"])  # 3 + 2 = 5 visible points
@@ -30,9 +29,3 @@ def test_self_check_counts_visible_points_only(tmp_path, released, lab_folder, c
     assert report["reaches_pass_mark"] is False
     assert [f["cell"] for f in report["failed"]] == ["q2_test", "q4_test", "q5_test"]
     assert "hidden tests" in report["note"] and "may still fail" in report["note"]
-
-
-def test_self_check_does_nothing_inside_a_grading_run(monkeypatch, tmp_path):
-    # the lab's last cell calls self_check(); while nbgrader (or a self-check) runs the lab it must not start again
-    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
-    assert grading.self_check(tmp_path / "never_read.ipynb") is None

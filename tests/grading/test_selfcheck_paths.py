@@ -4,8 +4,9 @@ found nowhere.
 A course folder laid out as the repository is (``labs/LAB/LAB.ipynb``, the release `make labs` writes) and a hub
 learner's home (``LAB/LAB.ipynb``, where nbgrader fetches it). From the course root, the lab's bare name is the copy
 in ``labs/LAB/``; from the lab's own folder, the file there; a full path, that file; the output says which file was
-checked. A name found nowhere is one line on stderr naming the path and the places looked in, exit status 2. The fast
-tests leave the notebook's execution out (the points do not matter here); the last one runs the fixture lab for real.
+checked. A name found nowhere is one line on stderr naming the path and the places looked in, exit status 2. These
+tests leave the notebook's execution out (the points do not matter here); tests/grading/test_selfcheck_paths_run.py
+runs the fixture lab for real.
 """
 
 import json
@@ -18,7 +19,7 @@ from gpucost_lab._validate import InputError
 from gpucost_lab.grading import selfcheck
 from gpucost_lab.grading.selfcheck import find_lab_notebook
 
-from .helpers import ASSIGNMENT, ROOT, cli
+from .helpers import ROOT, cli
 
 LAB = "profile_training_loop"
 RELEASE = ROOT / "labs" / LAB / f"{LAB}.ipynb"
@@ -110,13 +111,3 @@ def test_the_command_with_a_name_found_nowhere_is_one_line_and_status_2(tmp_path
     (line,) = out.err.strip().splitlines()
     assert line.startswith(f"gpucost-lab self-check: error: notebook {NAME!r}: no such file in {tmp_path}")
     assert f"labs/{LAB}/" in line and "allowed:" in line
-
-
-@pytest.mark.grading  # runs the fixture lab in a Jupyter kernel, on the release `make labs` writes
-def test_self_check_from_the_course_root_runs_the_lab_under_labs(labs_course, monkeypatch, capsys):
-    monkeypatch.chdir(labs_course)
-    code, out = cli(capsys, "self-check", f"{ASSIGNMENT}.ipynb", "--json")
-    report = json.loads(out.out)
-    assert report["notebook"] == f"labs/{ASSIGNMENT}/{ASSIGNMENT}.ipynb"
-    # the release as handed out: its visible tests are the fixture lab's 10 points (tests/grading/test_selfcheck.py)
-    assert (report["visible_points"], report["max_points"]) == (10, 10) and code == 1

@@ -26,8 +26,7 @@ import pytest
 
 from gpucost_lab import grading
 from gpucost_lab.grading.classes import grade_class
-from gpucost_lab.grading.sandbox import unavailable_reason
-from grading.helpers import grade_shared
+from grading.helpers import grade_shared, needs_sandbox
 from grading.test_attacks import ATTACKS, POINTS, RIGHT, SOURCE_ROOT, grade_id, notebook
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +37,7 @@ FULL = 3 + 2 + 2 + 2 + 1
 TESTS = {f"{q}_test": points for q, points in POINTS.items()}  # the graded cells and their points
 JUNK = 3000  # trivial code cells a learner adds: three times the grader's cap on cells run (run.MAX_CELLS)
 
-pytestmark = pytest.mark.skipif(unavailable_reason() is not None, reason=f"no sandbox: {unavailable_reason()}")
+pytestmark = [pytest.mark.grading, needs_sandbox]
 
 # What the gradebook writer runs on every gradebook it opens: everybody's points to 0, then 100 points of extra
 # credit and of manual score on every row (test_the_gradebook_writer_s_sql_works_on_a_gradebook_it_can_reach: it

@@ -5,7 +5,7 @@ the reference answers with some sections left as released), copied by grade id i
 fetched; the hostile learner's notebook is blank but for the gradebook writer of the grading-integrity attacks
 (tests/grading/test_workflow_attacks.py), aimed at the whole class folder: every gradebook, every learner's home,
 the exchange and the course, and for two cells at its end that display HTML meant to run in the instructor's
-formgrader (tests/grading/test_sanitize.py's hostile cells).
+formgrader (the hostile cells of tests/grading/helpers.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hubrun import ROOT, HubError, HubRun, hubctl
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 import class_autograding  # noqa: E402
-from grading.test_sanitize import HOSTILE_CELL, HOSTILE_MARKDOWN  # noqa: E402
+from grading.helpers import HOSTILE_CELL, HOSTILE_MARKDOWN  # noqa: E402
 from grading.test_workflow_attacks import gradebook_writer  # noqa: E402
 from nbformat.v4 import new_code_cell, new_markdown_cell  # noqa: E402
 

@@ -19,6 +19,8 @@ from hubrun import ROOT, HubRun, hubctl
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from test_widgets_in_jupyterlab import chromium_context  # noqa: E402
 
+pytestmark = [pytest.mark.hub, pytest.mark.browser, pytest.mark.slow]
+
 ARTIFACTS = ROOT / "artifacts" / "hub"
 LEARNER = "ana"
 LAB = hubctl.LAB

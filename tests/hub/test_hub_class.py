@@ -30,10 +30,12 @@ import sys
 
 import pytest
 from classflow import HOSTILE, LAB, NOTEBOOK, gradebook, run_class
-from grading.test_sanitize import active
+from grading.helpers import active
 from hubrun import HubError, HubRun
 
 from gpucost_lab.grading.export import export_grades
+
+pytestmark = [pytest.mark.hub, pytest.mark.grading, pytest.mark.slow]
 
 LEARNERS = {"ana": "full", "eve": HOSTILE, "max": "no_dominant", "zoe": "no_dominant_correlate"}
 EXPECTED = {"ana": (16.0, "True"), "eve": (0.0, "False"), "max": (13.0, "True"), "zoe": (12.0, "False")}

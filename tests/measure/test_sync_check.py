@@ -8,11 +8,8 @@ unsynchronized blocks. Synchronized: the queue is drained first, then 10 x 10 ms
 the queue drains), 2,560 / 1e-5 = 2.56e8 samples/s; ratio 10,000.
 """
 
-import time
-
 import pytest
 
-from gpucost_lab.measure.async_device import AsyncDevice
 from gpucost_lab.measure.sync_check import SyncCheck, check_measurement, compare_sync
 from gpucost_lab.measure.timing import measure, measure_unsynchronized
 from gpucost_lab.roofline.bound import Roofline, lookup
@@ -108,19 +105,6 @@ def test_a_synchronized_measurement_with_an_impossible_rate_is_still_flagged(con
     assert check.bound_check.fraction_of_bound == pytest.approx(25_600 * FLOPS_PER_SAMPLE / 1e9)
     assert any("roofline bound of 0.001 TFLOP/s" in r for r in check.reasons)
     assert honest.units_per_s_geomean == pytest.approx(check.synchronized_units_per_s)
-
-
-def test_an_async_cpu_device_is_flagged(contract):
-    # each step queues 5 ms on a real worker thread: 10 steps take >= 50 ms synchronized, a few us unsynchronized
-    with AsyncDevice() as dev:
-        check = compare_sync(
-            lambda: dev.launch(lambda: time.sleep(0.005)),
-            contract(warmup_steps=1, measured_steps=10, repeats=2),
-            synchronize=dev.synchronize,
-        )
-        dev.synchronize()
-    assert check.flagged and check.ratio > 5
-    assert check.synchronized_units_per_s <= 2 * 10 * 256 / 0.05 / 2  # at most 10 x 256 samples per 50 ms
 
 
 def test_a_synchronous_step_is_not_flagged_when_one_block_is_stalled(contract):

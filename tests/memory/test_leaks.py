@@ -17,6 +17,8 @@ from gpucost_lab.memory.leaks import LeakReport, detect_retained_graphs
 from gpucost_lab.quality.tasks import ClassificationTask
 from gpucost_lab.quality.train import TrainingStep
 
+pytestmark = pytest.mark.slow
+
 SAVED_BYTES_PER_STEP = 32 * 256 * 4 + 32 * 256 * 4  # x saved by addmm + out saved by pow
 LOSS_BYTES = 4  # one float32 scalar
 NODES_PER_STEP = 4  # Mean, Pow, Addmm, T

@@ -18,18 +18,12 @@ from gpucost_lab.pipeline.compare import (
     decode_cost,
     one_change_at_a_time,
     profile_loop,
-    same_batches,
     step_cost,
 )
 from gpucost_lab.pipeline.loader import DECODE_PASSES, LoaderConfig
 from gpucost_lab.timeline import load_trace, phases, steps
 
 from .helpers import counting_clock, hand_contract
-
-
-def test_workers_feed_bitwise_the_same_batches_as_the_main_thread():
-    assert same_batches(LoaderConfig(batch_size=4), LoaderConfig(batch_size=4, num_workers=2, prefetch_factor=1))
-    assert not same_batches(LoaderConfig(batch_size=4), LoaderConfig(batch_size=8))
 
 
 def test_decode_and_step_costs_on_a_counting_clock():
@@ -78,22 +72,6 @@ def test_changes_that_do_nothing_here_are_not_timed():
     with pytest.raises(InputError) as err:
         compare_configs(LoaderConfig(), LoaderConfig(batch_size=8))
     assert err.value.field == "batch_size"
-
-
-def test_a_timed_change_on_a_counting_clock_is_the_same():
-    # a block reads the clock twice whatever it runs: every block 0.5 s on both sides, ratio 1 with no spread at all,
-    # an interval [1, 1] inside the 5% margin: "same"
-    result = compare_configs(
-        LoaderConfig(batch_size=4),
-        LoaderConfig(batch_size=4, num_workers=1),
-        batches=1,
-        rounds=2,
-        clock=counting_clock(0.5),
-    )
-    assert result.change == "num_workers 0 -> 1" and result.comparison.rounds == 2
-    assert result.comparison.time_ratio == pytest.approx(1.0)
-    assert result.verdict == "same" and result.cost_verdict == "same"
-    assert result.comparison.baseline_contract.units_per_step == 4
 
 
 def test_the_profiled_loop_has_a_data_and_a_train_phase_per_step(tmp_path):

@@ -1,5 +1,6 @@
 """gpucost_lab.pipeline.launch_overhead: many small operators, and torch.compile priced with its compile time (chapter
-07), on hand-built comparisons against hand computations of the break-even and the amortized cost.
+07), on hand-built comparisons against hand computations of the break-even and the amortized cost. (A real compile
+into a fresh cache: tests/pipeline/test_launch_overhead_compile.py.)
 """
 
 from __future__ import annotations
@@ -94,21 +95,3 @@ def test_bad_compile_prices_name_their_field(kwargs, field):
 def test_the_cache_folder_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert default_cache_dir() == tmp_path / "gpucost-lab" / "torch-compile"
-
-
-@pytest.mark.slow
-def test_compiling_into_a_fresh_cache_then_reusing_it(monkeypatch, tmp_path):
-    """A cold compile into an empty folder (seconds: the generated C++ is compiled), then the same graph again."""
-    from gpucost_lab.pipeline.launch_overhead import CACHE_ENV, COLD_RECORD, compile_model
-
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path))  # restored after the test
-    torch._dynamo.reset()
-    x = torch.randn(4, 8)
-    compiled, cold = compile_model(ManySmallOps(layers=2, width=8), x, tmp_path)
-    assert not cold.cache_hit and cold.cold_compile_s == cold.compile_s and (tmp_path / COLD_RECORD).exists()
-    assert cold.max_abs_difference < 1e-5
-    torch._dynamo.reset()
-    _, warm = compile_model(ManySmallOps(layers=2, width=8), x, tmp_path)
-    assert warm.cache_hit and warm.cold_compile_s == cold.compile_s
-    with pytest.raises(InputError):
-        compile_model(torch.nn.Linear(2, 2), x, tmp_path)

@@ -23,7 +23,6 @@ from gpucost_lab.pipeline.loader import (
     collate,
     make_loader,
     measure_pipeline,
-    measure_settings,
     run_epoch,
     settings_table,
 )
@@ -186,16 +185,3 @@ def test_figures_from_hand_picked_times():
         "cost_per_sample_usd",
     ]
     assert table.loc["workers=0", "first_batch_ms"] == pytest.approx(200.0)
-
-
-def test_settings_with_workers_run_and_bad_counts_are_refused():
-    measured = measure_settings((0, 1), batches=1, repeats=2, clock=counting_clock(0.5))
-    assert [m.config.label for m in measured] == ["workers=0", "workers=1"]
-    for workers in ((-1,), (65,), ()):
-        with pytest.raises(InputError) as err:
-            measure_settings(workers)
-        assert err.value.field == "workers"
-    for kwargs, field in (({"batches": 0}, "batches"), ({"repeats": 1}, "repeats"), ({"device": "tpu"}, "device")):
-        with pytest.raises(InputError) as err:
-            measure_pipeline(LoaderConfig(), **kwargs)
-        assert err.value.field == field

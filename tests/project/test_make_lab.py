@@ -21,6 +21,8 @@ from jupytext.config import load_jupytext_config
 from jupytext.paired_paths import paired_paths
 from labtools import make_lab_server
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "gpucost-test-token"
 INSTRUCTOR_PLUGINS = {

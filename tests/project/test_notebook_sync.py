@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTER = "00_start_here"
 EDIT = "print('edited in JupyterLab')"

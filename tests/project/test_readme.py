@@ -1,8 +1,9 @@
-"""The README documents every JSON key the CLI prints, so the documented interface stays true."""
+"""The README documents every JSON key the CLI prints, so the documented interface stays true. (``gpucost-lab plan``'s
+keys, which take a measured run: tests/project/test_readme_plan.py.)
+"""
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
@@ -10,25 +11,7 @@ from gpucost_lab.cli.main import main
 from gpucost_lab.measure.contract import BenchmarkContract
 from gpucost_lab.timeline import example_trace
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-DOCUMENTED = set(re.findall(r"`([a-z0-9_]+)`", README)) | {
-    k for group in re.findall(r"`\{([a-z0-9_, ]+)\}`", README) for k in group.replace(" ", "").split(",")
-}
-
-
-DATA_KEYED = {"phases"}  # maps whose keys are names from the trace, not part of the schema
-
-
-def keys_of(value):
-    if isinstance(value, dict):
-        for k, v in value.items():
-            yield k
-            if k not in DATA_KEYED:
-                yield from keys_of(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from keys_of(v)
-
+from .helpers import DOCUMENTED, README, keys_of
 
 FIXTURE = str(example_trace("a100_alexnet_train"))
 
@@ -55,17 +38,6 @@ def test_every_cli_json_key_is_in_the_readme(capsys, argv):
     assert main([*argv, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(keys_of(out)) - DOCUMENTED == set()
-
-
-@pytest.mark.slow  # a long computation (a training run or a long simulation): `make test` runs it
-def test_plan_keys_are_in_the_readme(capsys, tmp_path):
-    assert (
-        main(["plan", "--candidate", "tiny-model", "--rounds", "2", "--report", str(tmp_path / "r.md"), "--json"]) == 0
-    )
-    out = json.loads(capsys.readouterr().out)
-    top_ops = [op for side in ("baseline", "candidate") for op in out[side].pop("top_ops")]
-    assert set(keys_of(out)) - DOCUMENTED == set()
-    assert set(keys_of(top_ops)) - DOCUMENTED == set()
 
 
 def test_simulate_keys_are_in_the_readme(capsys, tmp_path):

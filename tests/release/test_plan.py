@@ -10,8 +10,10 @@ from gpucost_lab.cli.main import main
 from gpucost_lab.quality.tasks import ClassificationTask
 from gpucost_lab.quality.train import TrainingStep
 from gpucost_lab.release import Registry
-from gpucost_lab.release.plan import BASELINE_NAME, CANDIDATES, run_plan
+from gpucost_lab.release.plan import BASELINE_NAME, run_plan
 from gpucost_lab.roofline.bound import count_flops
+
+pytestmark = pytest.mark.slow
 
 CHECKS = ("contract", "parity", "memory", "window", "cost")
 
@@ -22,7 +24,6 @@ def promoted():
     return run_plan("batch128-lr-scaled", rounds=4)
 
 
-@pytest.mark.slow
 def test_lr_scaled_batch_reaches_the_target_in_fewer_steps_on_every_seed(promoted):
     # twice the batch at twice the learning rate: per seed 0-4, 40-61 steps against the baseline's 67-113
     # (deterministic CPU training; the steps are exact, evaluation runs every step near the target)
@@ -31,7 +32,6 @@ def test_lr_scaled_batch_reaches_the_target_in_fewer_steps_on_every_seed(promote
     assert promoted.parity.passed
 
 
-@pytest.mark.slow
 def test_the_decision_follows_the_cost_comparison_and_names_every_check(promoted):
     # the step time ratio depends on the machine; what must hold anywhere: the cost ratio is the step-time ratio
     # times the per-seed steps ratio, the table's costs agree with it, and the gate promotes only on "cheaper"
@@ -48,7 +48,6 @@ def test_the_decision_follows_the_cost_comparison_and_names_every_check(promoted
     assert d.to == ("batch128-lr-scaled" if d.action == "promote" else BASELINE_NAME)
 
 
-@pytest.mark.slow  # a long computation (a training run or a long simulation): `make test` runs it
 def test_a_model_faster_per_step_that_misses_the_target_falls_back(tmp_path):
     registry = Registry(tmp_path / "registry.json")
     result = run_plan("tiny-model", rounds=2, registry=registry)
@@ -64,7 +63,6 @@ def test_a_model_faster_per_step_that_misses_the_target_falls_back(tmp_path):
     assert registry.current() == BASELINE_NAME
 
 
-@pytest.mark.slow
 def test_after_a_promotion_an_unsafe_candidate_falls_back_to_the_last_known_good(tmp_path, promoted):
     registry = Registry(tmp_path / "registry.json")
     # the promotion as a quiet machine decides it (a loaded one may say "inconclusive" and fall back)
@@ -79,7 +77,6 @@ def test_after_a_promotion_an_unsafe_candidate_falls_back_to_the_last_known_good
     assert len(Registry(tmp_path / "registry.json").decisions()) == 2
 
 
-@pytest.mark.slow
 def test_bf16_candidate_decision_follows_its_checks(promoted):
     result = run_plan("bf16-autocast", rounds=2, baseline=promoted.baseline)
     assert result.parity.passed  # bf16 autocast reaches the same target within a step or two of fp32 on each seed
@@ -87,7 +84,6 @@ def test_bf16_candidate_decision_follows_its_checks(promoted):
     assert (result.decision.action == "promote") == all(result.decision.checks.values())
 
 
-@pytest.mark.slow  # a long computation (a training run or a long simulation): `make test` runs it
 def test_cli_plan_json_and_report(tmp_path, capsys):
     report = tmp_path / "plan.html"
     assert main(["plan", "--candidate", "tiny-model", "--rounds", "2", "--report", str(report), "--json"]) == 0
@@ -100,9 +96,3 @@ def test_cli_plan_json_and_report(tmp_path, capsys):
     assert out["decision"]["action"] == "fallback" and out["decision"]["to"] == BASELINE_NAME
     html = report.read_text()
     assert "fallback" in html and "tiny-model" in html and "parity" in html
-
-
-def test_cli_plan_unknown_candidate(capsys):
-    assert main(["plan", "--candidate", "nope"]) == 2
-    err = capsys.readouterr().err
-    assert "--candidate" in err and all(name in err for name in CANDIDATES)

@@ -107,3 +107,8 @@ def stand_in_server(pause_every: int = 0, pause_ms: float = 0.0, service_ms: flo
 
 def threads_named(prefix: str) -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith(prefix)]
+
+
+def _user_threads() -> list[threading.Thread]:
+    """The threads a closed-loop run's users or a LoadGen client run in, left alive."""
+    return [t for t in threading.enumerate() if t.name.startswith(("closed-loop-user", "loadgen-client"))]

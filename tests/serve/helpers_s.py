@@ -1,4 +1,5 @@
-"""Test helpers for the server's tests: an in-process ASGI client and a look at this process's children.
+"""Test helpers for the server's tests: an in-process ASGI client, a look at this process's children, and the app
+of a small config served to a scenario.
 
 :class:`AsgiClient` drives an ASGI app by the ASGI 3.0 spec alone (the lifespan's startup and shutdown, one HTTP
 request as ``http.request`` in, ``http.response.*`` out), so the app is tested without a socket or an extra client
@@ -13,6 +14,9 @@ import os
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from gpucost_lab.serve.app import make_app
+from gpucost_lab.serve.model import example_inputs
 
 
 @dataclass(frozen=True)
@@ -131,3 +135,31 @@ def alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+# --------------------------------------------------------------------- the model server's app, on a small config
+
+SMALL = dict(input_width=8, hidden_width=16, layers=2, output_width=6, seed=3)
+
+
+def _serve(config, scenario):
+    """Run ``scenario(client)`` against ``config``'s app once it is ready; its result."""
+
+    async def main():
+        async with AsgiClient(make_app(config)) as client:
+            await client.wait_ready()
+            return await scenario(client)
+
+    return asyncio.run(main())
+
+
+def _rows(config, rows, seed):
+    """``rows`` example input rows for ``config`` (seeded), as plain lists."""
+    return example_inputs(config, rows=rows, seed=seed).tolist()
+
+
+async def _infer(client, rows):
+    """POST ``rows`` to /infer and check the answer is 200; the reply."""
+    reply = await client.request("POST", "/infer", {"inputs": rows})
+    assert reply.status == 200, reply.body
+    return reply

@@ -1,5 +1,7 @@
 """The model server's app, driven in process by the ASGI spec (tests/serve/helpers_s.py): its outputs against the
-model called directly, its phase records, the dynamic batcher, the two faults and the cold start."""
+model called directly, its phase records, the dynamic batcher and the serialization stall. (The pause fault and the
+cold start, which wait on the real clock: tests/serve/test_app_waits.py.)
+"""
 
 import asyncio
 import json
@@ -11,32 +13,9 @@ import torch
 from gpucost_lab._validate import InputError
 from gpucost_lab.serve.app import PHASE_FIELDS, RECORD_FIELDS, make_app, serialize
 from gpucost_lab.serve.config import ServeConfig
-from gpucost_lab.serve.model import build_model, example_inputs
+from gpucost_lab.serve.model import build_model
 
-from .helpers_s import AsgiClient
-
-SMALL = dict(input_width=8, hidden_width=16, layers=2, output_width=6, seed=3)
-
-
-def _serve(config, scenario):
-    """Run ``scenario(client)`` against ``config``'s app once it is ready; its result."""
-
-    async def main():
-        async with AsgiClient(make_app(config)) as client:
-            await client.wait_ready()
-            return await scenario(client)
-
-    return asyncio.run(main())
-
-
-def _rows(config, rows, seed):
-    return example_inputs(config, rows=rows, seed=seed).tolist()
-
-
-async def _infer(client, rows):
-    reply = await client.request("POST", "/infer", {"inputs": rows})
-    assert reply.status == 200, reply.body
-    return reply
+from .helpers_s import SMALL, _infer, _rows, _serve
 
 
 def test_outputs_are_the_models_own_exactly():
@@ -147,42 +126,6 @@ def test_serialize_stall_is_the_largest_phase_and_larger_than_without():
     stalled, plain = _median_phases("serialize"), _median_phases("none")
     assert max(stalled, key=stalled.get) == "serialize_ms"
     assert stalled["serialize_ms"] > plain["serialize_ms"]
-
-
-def test_pause_falls_on_every_fifth_request():
-    config = ServeConfig(**SMALL, stall="pause", pause_every=5, pause_ms=250)
-
-    async def scenario(client):
-        for i in range(10):
-            await _infer(client, _rows(config, 1, i))
-        return (await client.request("GET", "/phases")).json()
-
-    for record in _serve(config, scenario):
-        longest_ms = max(record[name] for name in PHASE_FIELDS)
-        if record["request"] % 5 == 0:
-            assert record["preprocess_ms"] >= config.pause_ms
-        else:
-            assert longest_ms < config.pause_ms
-
-
-def test_cold_start_health_answers_not_ready_then_ready():
-    config = ServeConfig(**SMALL, cold_start_ms=300)
-
-    async def main():
-        async with AsgiClient(make_app(config)) as client:
-            first = await client.request("GET", "/health")
-            early = await client.request("POST", "/infer", {"inputs": _rows(config, 1, 0)})
-            waited_s = await client.wait_ready()
-            ready = await client.request("GET", "/health")
-            memory = await client.request("GET", "/memory")
-            return first, early, waited_s, ready, memory
-
-    first, early, waited_s, ready, memory = asyncio.run(main())
-    assert (first.status, first.json()) == (503, {"ready": False})
-    assert early.status == 503
-    assert waited_s >= config.cold_start_ms / 1000
-    assert (ready.status, ready.json()) == (200, {"ready": True})
-    assert memory.json()["rss_bytes"] > 0 and memory.json()["pid"] > 0
 
 
 def test_make_app_takes_a_config_only():

@@ -1,3 +1,8 @@
+"""gpucost_lab.serve.client against the stand-in server of tests/serve/helpers_l.py: one request answers the contract,
+its latency holds the server's work, a client keeps one connection alive and a pool takes servers in turn, and refusals
+and bad input are one line. (An error status and a timeout, in real time: tests/serve/test_client_timeout.py.)
+"""
+
 import json
 import socket
 import threading
@@ -51,18 +56,6 @@ def test_refused_connection_is_one_line_naming_the_url():
     with pytest.raises(InferError) as err:
         infer(url, [[1.0]])
     assert str(err.value) == f"POST {url}/infer: connection refused (is the server running?)"
-
-
-def test_error_status_and_timeout_are_one_line():
-    with stand_in_server() as server:
-        server.status[0] = 500
-        with pytest.raises(InferError) as err:
-            infer(server.url, [[1.0]])
-    assert "HTTP 500" in str(err.value) and "\n" not in str(err.value)
-    with stand_in_server(service_ms=500) as server:
-        with pytest.raises(InferError) as err:
-            infer(server.url, [[1.0]], timeout_s=0.1)
-    assert str(err.value) == f"POST {server.url}/infer: no answer within 0.1 s"
 
 
 def test_a_reply_without_outputs_is_an_infer_error():

@@ -1,6 +1,7 @@
 """compare_services and its pieces: the ratio interval of two quantiles by hand (order statistics picked, ranks from
-scipy's binomial), its symmetries as properties, the ABBA/BAAB routing, and a real interleaved run in which a server
-with the serialization stall is slower at the median and each side got half of the requests."""
+scipy's binomial), its symmetries as properties, the ABBA/BAAB routing, and bad input refused before any request. A
+real interleaved run against two servers is tests/serve/test_compare_runs.py.
+"""
 
 import math
 
@@ -21,9 +22,7 @@ from gpucost_lab.serve.compare import (
     ratio_of_quantiles,
 )
 from gpucost_lab.serve.config import ServeConfig
-from gpucost_lab.serve.instances import Service, serve_many
-
-from .helpers_s import alive
+from gpucost_lab.serve.instances import Service
 
 latencies = st.lists(st.floats(0.01, 1e4, allow_nan=False), min_size=1, max_size=300)
 
@@ -179,23 +178,3 @@ def test_bad_input_is_refused_before_any_request(kwargs, field):
 def test_latencies_a_ratio_cannot_take_are_refused(values):
     with pytest.raises(InputError):
         ratio_of_quantiles([1.0, 2.0], values, 0.5)
-
-
-@pytest.mark.slow
-def test_a_serialization_stall_is_slower_at_the_median_under_one_arrival_pattern():
-    # The serve-bench command's fault width: 2,048 outputs made JSON one at a time (milliseconds a request) against
-    # one json.dumps; 1.5 s at 60 requests a second is about 90 requests, 45 a side, enough for the medians.
-    healthy, stalled = ServeConfig(output_width=2048), ServeConfig(output_width=2048, stall="serialize")
-    with serve_many([healthy, stalled]) as (baseline, candidate):
-        comparison = compare_services(baseline, candidate, qps=60, duration_s=1.5, labels=("healthy", "stalled"))
-        served = (len(baseline.phases()), len(candidate.phases()))  # the warm-up cleared: the run's requests alone
-        pids = baseline.pids + candidate.pids
-    run = comparison.run
-    assert run.errors == 0 and len(comparison.baseline_ms) + len(comparison.candidate_ms) == run.requests
-    # each block of four sends two a side; a partial last block puts one side at most one ahead
-    assert abs(len(comparison.baseline_ms) - len(comparison.candidate_ms)) <= 1
-    assert served == (len(comparison.baseline_ms), len(comparison.candidate_ms))  # each server's own count
-    assert comparison.p50.verdict == "slower" and comparison.table().loc["p50", "verdict"] == "slower"
-    assert comparison.p50.interval.ci95_low > 1.0
-    assert len(comparison.text().splitlines()) == 2
-    assert not any(alive(pid) for pid in pids)

@@ -1,5 +1,7 @@
 """Latency against offered load (gpucost_lab.serve.load_curve): the service time from phase records, the measured
-table and its points, the prediction beside it, the plot's alt text, and one short real run."""
+table and its points, the prediction beside it, and the plot's alt text. (One short real run against a server:
+tests/serve/test_load_curve_measured.py.)
+"""
 
 from __future__ import annotations
 
@@ -136,15 +138,3 @@ def test_bad_rates_are_refused_before_any_run(rates, field):
     with pytest.raises(InputError) as err:
         measure_load_curve(["http://127.0.0.1:9"], rates, duration_s=0.5, slo_ms=50.0)
     assert err.value.field == field
-
-
-def test_a_short_real_curve_rises_with_the_rate():
-    from gpucost_lab.serve.config import ServeConfig
-    from gpucost_lab.serve.instances import serve_instances
-
-    with serve_instances(ServeConfig(stall="serialize", output_width=2048)) as service:
-        curve = measure_load_curve(service.urls, (10.0, 30.0), duration_s=1.0, slo_ms=500.0, quantile=0.5)
-    t = curve.table()
-    assert list(t["qps_offered"]) == [10.0, 30.0] and (t["requests"] > 0).all()
-    assert (t["p50_ci95_low_ms"] <= t["p50_ms"]).all() and (t["p50_ms"] <= t["p50_ci95_high_ms"]).all()
-    assert set(t["slo_verdict"]) <= {"meets", "misses", "inconclusive"}

@@ -13,13 +13,9 @@ from hypothesis import strategies as st
 
 from gpucost_lab import timeline
 from gpucost_lab.simulate.config import KERNEL_LATENCY_US, ROOFLINE_EFFICIENCY, SCENARIOS, SimConfig
-from gpucost_lab.simulate.write import phase_totals_us, simulate, write_trace
+from gpucost_lab.simulate.write import phase_totals_us, simulate
 
-from .helpers import SMALL, events, ns
-
-
-def load(config: SimConfig, tmp_path, name: str = "trace.json.gz") -> timeline.Trace:
-    return timeline.load_trace(write_trace(config, tmp_path / name))
+from .helpers import SMALL, events, load, ns
 
 
 def span_per_step_us(trace: timeline.Trace, steps: int) -> float:
@@ -207,27 +203,6 @@ def test_mixed_precision_shortens_kernels_and_steps(tmp_path):
 
     assert kernel_us(bf16) < 0.7 * kernel_us(fp32)
     assert span_per_step_us(bf16, 12) < span_per_step_us(fp32, 12)
-
-
-@pytest.mark.slow  # a long computation (a training run or a long simulation): `make test` runs it
-def test_eval_and_checkpoint_take_about_55_percent_of_the_wall_time(tmp_path):
-    config = SCENARIOS["eval_checkpoint_heavy"]
-    trace = load(config, tmp_path)
-    ev = trace.events
-    wall_us = (ev["ts_us"] + ev["dur_us"]).max() - ev["ts_us"].min()
-    phases = timeline.phases(trace).set_index("name")["total_us"]
-    assert 0.50 <= (phases["eval"] + phases["checkpoint"]) / wall_us <= 0.60
-    assert timeline.phases(trace).set_index("name")["count"][["eval", "checkpoint"]].tolist() == [4, 1]
-    # the same share as a cost: how much longer the run takes than without eval and checkpoint
-    plain = load(dataclasses.replace(config, eval_every=0, checkpoint_every=0), tmp_path, "plain.json.gz")
-    plain_wall_us = (plain.events["ts_us"] + plain.events["dur_us"]).max() - plain.events["ts_us"].min()
-    assert 0.50 <= 1 - plain_wall_us / wall_us <= 0.60
-    # the checkpoint: (weights + two Adam moments) x 4 bytes copied back, then written at 3 GB/s
-    state_bytes = 8 * (2048 * 2048 + 2048) * 12
-    write = events(simulate(config), "cpu_op", "checkpoint_write")
-    assert len(write) == 1 and write[0]["dur"] == pytest.approx(state_bytes / 3e9 * 1e6, rel=0.06)
-    dtoh = timeline.memcpy_summary(trace).set_index("direction").loc["DtoH", "total_bytes"]
-    assert dtoh == state_bytes + (4 + 4) * 4  # + 4 loss reads before the evals and 4 metric reads, 4 bytes each
 
 
 def test_a_bigger_batch_trains_more_samples_per_second(tmp_path):

@@ -1,5 +1,6 @@
 """Helpers shared by the tests of gpucost_lab.timeline: the real traces' paths, plain scans of their JSON, tiny traces
-written by hand, and a loader that reads a file a chosen number of bytes at a time.
+written by hand, a loader that reads a file a chosen number of bytes at a time, and a diff's step times read off
+the JSON, and a simulated run written and loaded.
 
 Nothing here calls the code under test to derive an expected value: the scans are plain loops over the raw JSON.
 """
@@ -8,10 +9,13 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pandas as pd
 
 from gpucost_lab import timeline as tl
+from gpucost_lab.simulate.config import SCENARIOS
+from gpucost_lab.simulate.write import write_trace as write_simulated
 from gpucost_lab.timeline import framing
 
 # ----------------------------------------------------------------------------------------------- the real traces
@@ -182,3 +186,28 @@ def load_in_blocks(path, block, monkeypatch, **kwargs):
 
 def as_dict(events: pd.DataFrame) -> dict:
     return {k: [NA if v is pd.NA else v for v in events[k].tolist()] for k in events.columns}
+
+
+# ----------------------------------------------------------------------------------------------- diff's sides
+
+
+def plain_events(path):
+    """The events of an uncompressed trace file."""
+    return json.loads(Path(path).read_text())["traceEvents"]
+
+
+def step_times_ms(path):
+    """ProfilerStep#N durations, in ms, in step order."""
+    marks = [e for e in plain_events(path) if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")]
+    return [e["dur"] / 1e3 for e in sorted(marks, key=lambda e: int(e["name"].split("#")[1]))]
+
+
+NO_DIRECTION = ("same", "inconclusive")  # the verdicts of a diff that finds no direction
+
+
+# ----------------------------------------------------------------------------------------------- simulated traces
+
+
+def simulated_trace(tmp_path, config=SCENARIOS["dataloader_stall"]):
+    """``config``'s simulated run written to ``tmp_path`` and loaded."""
+    return tl.load_trace(write_simulated(config, tmp_path / "t.json.gz"))

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -119,17 +117,3 @@ def test_an_mtia_backend_names_the_device(tmp_path):
         json.dumps({"distributedInfo": {"backend": "mtia:hccl", "rank": 0}, "traceEvents": [gpu("k", 7, 0, 5)]})
     )
     assert tl.load_trace(path).device == "mtia"
-
-
-def test_the_cli_stops_quietly_when_its_reader_stops_early():
-    path = tl.example_trace("mtia_inference_rank0")
-    cli = subprocess.Popen(
-        [sys.executable, "-m", "gpucost_lab", "analyze", str(path), "--top", "1000"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    assert cli.stdout is not None and cli.stderr is not None
-    cli.stdout.close()  # the reader is gone before the first line, as `| head -0` would be
-    err = cli.stderr.read().decode()
-    assert cli.wait(timeout=120) == 0
-    assert "Traceback" not in err and "BrokenPipe" not in err

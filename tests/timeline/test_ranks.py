@@ -109,10 +109,3 @@ def test_the_real_ranks_agree_with_hta():
         for key in ("busy_us", "idle_us", "span_us"):
             assert row[key] == pytest.approx(hta[key], rel=1e-3), (rank, key)
         assert 100 * row.comm_comp_overlap_share == pytest.approx(hta["overlap_pctg"], abs=0.005)
-
-
-def test_loading_in_parallel_gives_what_one_process_gives():
-    paths = [tl.example_trace("sampled_rank1_gpu"), tl.example_trace("sampled_rank0_gpu")]
-    one, two = (tl.analyze_ranks(paths, workers=w) for w in (1, 2))
-    assert one == two
-    assert [r["rank"] for r in one["ranks"]] == [0, 1]

@@ -12,6 +12,8 @@ from gpucost_lab.cli.main import main
 from gpucost_lab.simulate.config import SCENARIOS
 from gpucost_lab.simulate.write import write_trace
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def sides(tmp_path_factory):
