@@ -76,10 +76,10 @@ def run_suite(repo: Path, busy: int, keep: bool) -> dict:
             if busy == 0
             else [str(ROOT / "benchmarks" / "under_load.sh"), "-n", str(busy), "make", "test"]
         )
-        done = subprocess.run(command, cwd=clone, env=env, capture_output=True, text=True)
+        with open(scratch / "make-test.log", "w") as log:  # written as it runs: a run cut short can still be read
+            done = subprocess.run(command, cwd=clone, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
         wall_s = time.perf_counter() - started
-        output = done.stdout + done.stderr
-        (scratch / "make-test.log").write_text(output)
+        output = (scratch / "make-test.log").read_text()
         tiers = tier_reports(output)
         return {
             "benchmark": "suite_time",
