@@ -1,6 +1,6 @@
 """Every chapter's tables and figures read as a learner needs them, in the outputs of the chapter's spoiled run
 (tests/chapter_runs.py, the ``chapter_run`` fixture; the same run tests/course/test_chapters.py reads): quiet, and
-with every cell but the answers and their checks as committed (no other cell reads an answer, test_chapters.py), so
+with every cell but the answers and their checks as committed (no other cell reads an answer, test_chapter_cells.py), so
 each of those cells shows what it shows a learner who runs the chapter as committed.
 
 - The columns the checkpoints' hints point to are shown whole: each heading below is a word of some output line, not
