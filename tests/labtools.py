@@ -265,7 +265,7 @@ def make_lab_server(base: Path, token: str):
             _wait_for(url, token, proc, base / "make-lab.log")
             yield url
         finally:
-            _stop_group(proc)
+            stop_group(proc)
 
 
 _JUPYTER_FOLDERS = {
@@ -288,7 +288,8 @@ def _wait_for(url: str, token: str, proc: subprocess.Popen, log: Path) -> None:
             time.sleep(0.5)
 
 
-def _stop_group(proc: subprocess.Popen) -> None:
+def stop_group(proc: subprocess.Popen) -> None:
+    """Stop ``proc``'s process group: TERM, then KILL after 20 s."""
     if proc.poll() is None:
         os.killpg(proc.pid, signal.SIGTERM)
         try:

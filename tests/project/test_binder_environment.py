@@ -19,7 +19,6 @@ import http.client
 import json
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +26,7 @@ import time
 from pathlib import Path
 
 import pytest
+from labtools import stop_group
 
 from .helpers import BINDER, NO_NEWS, NOTIFICATION, _run
 
@@ -145,12 +145,7 @@ def test_the_server_opens_on_the_first_chapter(binder, command):
             status, _, body = _get(port, f"/lab/api/update?token={token}")
             assert status == 200 and json.loads(body)["notification"] is None, "NeverCheckForUpdate"
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        stop_group(proc)
 
 
 def test_the_cli_works_non_editable_from_any_directory(binder, tmp_path):
